@@ -1,0 +1,137 @@
+"""Reading questions and documents: ALCE JSON files, JSONL item files, JSONL document files.
+
+Every loader validates and fails with :class:`~citegraph.errors.InputError` (one line) on a
+missing file, invalid JSON, an empty question or a document without text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from citegraph.errors import InputError
+from citegraph.state import Document
+
+
+@dataclass
+class Item:
+    id: str
+    question: str
+    documents: list[Document]
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def _read_json_any(path: str | Path) -> Any:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"file not found: {p}")
+    if p.is_dir():
+        raise InputError(f"expected a file, got a directory: {p}")
+    text = p.read_text(encoding="utf-8")
+    if not text.strip():
+        raise InputError(f"file is empty: {p}")
+    if p.suffix == ".jsonl" or (not text.lstrip().startswith(("[", "{")) or _looks_jsonl(text)):
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise InputError(f"{p}:{n}: invalid JSON ({e.msg})") from None
+        return rows
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from None
+
+
+def _looks_jsonl(text: str) -> bool:
+    lines = [l for l in text.splitlines() if l.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        json.loads(lines[0])
+        json.loads(lines[1])
+        return True
+    except json.JSONDecodeError:
+        return False
+
+
+def parse_documents(raw_docs: Any, where: str) -> list[Document]:
+    if not isinstance(raw_docs, list):
+        raise InputError(f"{where}: documents must be a list")
+    docs = []
+    for i, d in enumerate(raw_docs, 1):
+        if isinstance(d, str):
+            d = {"text": d}
+        if not isinstance(d, dict):
+            raise InputError(f"{where}: document {i} must be an object with a 'text' field")
+        text = d.get("text") if d.get("text") is not None else d.get("contents") or d.get("segment")
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"{where}: document {i} has no text")
+        docs.append(Document(id=d.get("id") or d.get("docid") or "", title=d.get("title") or "", text=text))
+    return docs
+
+
+def item_id(raw: dict[str, Any]) -> str:
+    for k in ("sample_id", "id", "qid", "query_id"):
+        if raw.get(k) not in (None, ""):
+            return str(raw[k])
+    return "q" + hashlib.sha1(str(raw.get("question", "")).encode()).hexdigest()[:12]
+
+
+def check_question(q: Any, where: str) -> str:
+    if not isinstance(q, str) or not q.strip():
+        raise InputError(f"{where}: the question is empty")
+    return q.strip()
+
+
+def load_items(path: str | Path, limit: int | None = None) -> list[Item]:
+    """ALCE-style JSON (a list, or ``{"data": [...]}``) or JSONL; each item has ``question`` and
+    ``docs`` or ``documents``."""
+    data = _read_json_any(path)
+    if isinstance(data, dict) and isinstance(data.get("data"), list):
+        data = data["data"]
+    if not isinstance(data, list):
+        raise InputError(f"{path}: expected a list of items (or {{'data': [...]}})")
+    items: list[Item] = []
+    seen: set[str] = set()
+    for n, raw in enumerate(data, 1):
+        if limit is not None and len(items) >= limit:
+            break
+        if not isinstance(raw, dict):
+            raise InputError(f"{path}: item {n} is not an object")
+        where = f"{path}: item {n}"
+        q = check_question(raw.get("question"), where)
+        docs = parse_documents(raw.get("docs", raw.get("documents", [])), where)
+        if not docs:
+            raise InputError(f"{where}: no documents")
+        iid = item_id(raw)
+        if iid in seen:
+            iid = f"{iid}#{n}"
+        seen.add(iid)
+        items.append(Item(id=iid, question=q, documents=docs, raw=raw))
+    return items
+
+
+def load_documents(path: str | Path) -> list[Document]:
+    """A JSONL (or JSON list) of documents: ``{"id"?, "title"?, "text"}`` per line."""
+    data = _read_json_any(path)
+    if isinstance(data, dict):
+        data = data.get("documents") or data.get("docs") or [data]
+    docs = parse_documents(data, str(path))
+    if not docs:
+        raise InputError(f"{path}: no documents")
+    return docs
+
+
+def bundled_example() -> Item:
+    """The example shipped with the package (a question and 5 documents)."""
+    from importlib.resources import files
+
+    raw = json.loads(files("citegraph.examples").joinpath("example.json").read_text())
+    return Item(id=item_id(raw), question=raw["question"], documents=parse_documents(raw["docs"], "example"), raw=raw)

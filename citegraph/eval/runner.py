@@ -1,0 +1,172 @@
+"""Running a method over a dataset: concurrency, resume by item id, append-and-flush output.
+
+Output: ALCE-compatible JSON ``{"args": {...}, "data": [...]}`` where each item keeps its input
+fields and gains ``output`` (the ``[n]``-cited text) and ``citegraph`` (our structured answer and
+its cost counters). Finished items are appended to ``<output>.partial.jsonl`` (flushed and
+fsync'd) and the JSON file is rewritten atomically after every item, so a killed run loses
+nothing already finished; re-running the same command skips finished items.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+from citegraph.errors import InputError, ModelError
+from citegraph.eval.datasets import Item
+from citegraph.graphs.registry import build_graph
+from citegraph.state import AttributedAnswer
+from citegraph.tools.usage import UsageTracker
+
+
+def answer_item(graph, item: Item, context) -> tuple[AttributedAnswer, dict[str, Any]]:
+    """Invoke one graph on one item, with cost accounting. Returns the answer and its usage."""
+    tracker = UsageTracker()
+    t0 = time.perf_counter()
+    with tracker.active():
+        out = graph.invoke(
+            {"question": item.question, "documents": item.documents},
+            context=context,
+            config={"callbacks": [tracker], "run_name": f"{graph.name}:{item.id}"},
+        )
+    ans: AttributedAnswer = out["answer"]
+    usage = {**tracker.totals(), "seconds": round(time.perf_counter() - t0, 3), "nodes": tracker.per_node()}
+    ans.metadata["usage"] = usage
+    return ans, usage
+
+
+class ResumableWriter:
+    """The output JSON plus its append-only journal."""
+
+    def __init__(self, path: str | Path, args: dict[str, Any], overwrite: bool = False):
+        self.path = Path(path)
+        self.journal = self.path.with_name(self.path.name + ".partial.jsonl")
+        self.args = args
+        self._lock = threading.Lock()
+        self.items: dict[str, dict] = {}
+        if self.path.parent and not self.path.parent.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        if overwrite:
+            self.journal.unlink(missing_ok=True)
+            self.path.unlink(missing_ok=True)
+        self._load()
+
+    def _load(self) -> None:
+        if self.path.exists():
+            try:
+                existing = json.loads(self.path.read_text())
+            except json.JSONDecodeError:
+                raise InputError(f"{self.path} exists but is not valid JSON; pass --overwrite to replace it") from None
+            if not isinstance(existing, dict) or "data" not in existing:
+                raise InputError(f"{self.path} exists and is not a citegraph/ALCE output file; pass --overwrite")
+            old = existing.get("args", {})
+            for key in ("method", "context"):
+                if key in old and old[key] != self.args.get(key):
+                    raise InputError(
+                        f"{self.path} was written with a different {key} ({old[key]!r}); "
+                        "use another --output or pass --overwrite"
+                    )
+            for d in existing["data"]:
+                if "citegraph" in d:
+                    self.items[d["citegraph"]["item_id"]] = d
+        if self.journal.exists():
+            for line in self.journal.read_text().splitlines():
+                try:
+                    d = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a kill: that item simply runs again
+                self.items[d["citegraph"]["item_id"]] = d
+
+    def done(self) -> set[str]:
+        return set(self.items)
+
+    def add(self, record: dict) -> None:
+        with self._lock:
+            self.items[record["citegraph"]["item_id"]] = record
+            with open(self.journal, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            self._rewrite()
+
+    def _rewrite(self) -> None:
+        tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps({"args": self.args, "data": list(self.items.values())}, ensure_ascii=False, indent=1))
+        os.replace(tmp, self.path)
+
+    def finish(self, order: list[str]) -> None:
+        """Write items in input order and drop the journal (everything is in the JSON file)."""
+        with self._lock:
+            ordered = {i: self.items[i] for i in order if i in self.items}
+            ordered.update({k: v for k, v in self.items.items() if k not in ordered})
+            self.items = ordered
+            self._rewrite()
+            self.journal.unlink(missing_ok=True)
+
+
+def make_record(item: Item, ans: AttributedAnswer, usage: dict) -> dict:
+    rec = dict(item.raw)
+    rec["output"] = ans.render()
+    rec["citegraph"] = {"item_id": item.id, "answer": ans.model_dump(mode="json", exclude={"documents"}), "usage": usage}
+    return rec
+
+
+def run_dataset(
+    method: str,
+    items: list[Item],
+    output: str | Path,
+    context,
+    *,
+    concurrency: int = 1,
+    overwrite: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    on_error: Callable[[Item, BaseException], None] | None = None,
+    extra_args: dict | None = None,
+) -> dict[str, Any]:
+    """Run ``method`` on ``items`` into ``output`` (resumable). Returns counts."""
+    ctx_dict = {k: v for k, v in asdict(context).items()}
+    args = {"method": method, "context": ctx_dict, **(extra_args or {})}
+    writer = ResumableWriter(output, args, overwrite=overwrite)
+    done = writer.done()
+    todo = [it for it in items if it.id not in done]
+    graph = build_graph(method)
+    failed = 0
+    finished = len(items) - len(todo)
+    if progress:
+        progress(finished, len(items))
+
+    def work(it: Item):
+        ans, usage = answer_item(graph, it, context)
+        writer.add(make_record(it, ans, usage))
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = {pool.submit(work, it): it for it in todo}
+        try:
+            for fut in as_completed(futures):
+                it = futures[fut]
+                exc = fut.exception()
+                if exc is not None:
+                    if isinstance(exc, ModelError):
+                        for f in futures:
+                            f.cancel()
+                        raise exc
+                    failed += 1
+                    if on_error:
+                        on_error(it, exc)
+                else:
+                    finished += 1
+                if progress:
+                    progress(finished, len(items))
+        except KeyboardInterrupt:
+            for f in futures:
+                f.cancel()
+            raise
+    if failed == 0:
+        writer.finish([it.id for it in items])
+    return {"total": len(items), "skipped": len(items) - len(todo), "ran": len(todo) - failed, "failed": failed}

@@ -1,0 +1,22 @@
+"""VANILLA (ALCE, Gao et al. 2023): generate → attribute."""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from citegraph.nodes.vanilla import attribute, generate
+from citegraph.state.base import InputState, OutputState
+from citegraph.state.vanilla import VanillaContext, VanillaState
+
+
+def build(checkpointer=None):
+    g = StateGraph(VanillaState, context_schema=VanillaContext, input_schema=InputState, output_schema=OutputState)
+    g.add_node("generate", generate)
+    g.add_node("attribute", attribute)
+    g.add_edge(START, "generate")
+    g.add_edge("generate", "attribute")
+    g.add_edge("attribute", END)
+    return g.compile(checkpointer=checkpointer, name="vanilla")
+
+
+graph = build()

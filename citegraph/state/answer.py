@@ -1,0 +1,153 @@
+"""The one output contract every graph ends with.
+
+An :class:`AttributedAnswer` owns its document list; each :class:`CitedSentence` cites documents
+by 1-based index into *that* list, and may carry the evidence (document index + span or sentence)
+that supports it. ``render()`` produces ALCE-style ``[n]``-cited text and ``from_text()`` parses
+such text back into the contract.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+
+class Document(BaseModel):
+    """A source document. ``id`` is the caller's identifier; citations use positions, not ids."""
+
+    id: str = Field(default="", description="Caller's identifier of the document.")
+    title: str = Field(default="", description="Title (may be empty).")
+    text: str = Field(description="Full text of the document (or passage).")
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_to_str(cls, v: Any) -> str:
+        return "" if v is None else str(v)
+
+    @model_validator(mode="after")
+    def _default_id(self) -> "Document":
+        if not self.id:
+            self.id = hashlib.sha1(f"{self.title}\n{self.text}".encode()).hexdigest()[:12]
+        return self
+
+    def as_premise(self) -> str:
+        """How the document is shown to a verifier (ALCE uses ``Title: t\\ntext``)."""
+        return f"Title: {self.title}\n{self.text}" if self.title else self.text
+
+
+class Evidence(BaseModel):
+    """A piece of a cited document that supports a sentence."""
+
+    doc: int = Field(description="1-based index into the answer's documents.")
+    text: str = Field(description="The supporting span or sentence, verbatim from the document.")
+    sentence_id: str | None = Field(default=None, description="Global source-sentence id, e.g. 'S12'.")
+
+
+class CitedSentence(BaseModel):
+    """One answer sentence and the documents that support it."""
+
+    text: str = Field(description="The sentence without citation markers.")
+    citations: list[int] = Field(default_factory=list, description="1-based indices into the answer's documents.")
+    evidence: list[Evidence] = Field(default_factory=list)
+
+    @field_validator("citations")
+    @classmethod
+    def _dedupe(cls, v: list[int]) -> list[int]:
+        seen: list[int] = []
+        for c in v:
+            if c not in seen:
+                seen.append(c)
+        return seen
+
+    def render(self) -> str:
+        """``"text [1][2]."``: citations go before the sentence's final punctuation."""
+        text = self.text.strip()
+        if not self.citations:
+            return text
+        marks = "".join(f"[{c}]" for c in self.citations)
+        body, end = text, ""
+        while body and body[-1] in ".!?\"')":
+            end = body[-1] + end
+            body = body[:-1]
+        body = body.rstrip()
+        return f"{body} {marks}{end}" if body else marks + end
+
+
+class AttributedAnswer(BaseModel):
+    """The output of every citegraph method: sentences with citations into ``documents``."""
+
+    question: str = ""
+    documents: list[Document] = Field(default_factory=list)
+    sentences: list[CitedSentence] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list, description="Parsing problems (e.g. dropped out-of-range citations).")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Method name, counters, trace pointers.")
+
+    @model_validator(mode="after")
+    def _check_citations(self) -> "AttributedAnswer":
+        n = len(self.documents)
+        for s in self.sentences:
+            bad = [c for c in s.citations if not 1 <= c <= n]
+            if bad:
+                s.citations = [c for c in s.citations if 1 <= c <= n]
+                self.warnings.append(f"dropped out-of-range citation(s) {bad} (documents: {n})")
+            s.evidence = [e for e in s.evidence if 1 <= e.doc <= n]
+        return self
+
+    # ----------------------------------------------------------------- views
+    def render(self) -> str:
+        """The answer as ALCE-style text: ``"First sentence [1][2]. Second [3]."``"""
+        return " ".join(s.render() for s in self.sentences)
+
+    @property
+    def text(self) -> str:
+        """The answer without citation markers."""
+        return " ".join(s.text.strip() for s in self.sentences)
+
+    def cited_documents(self) -> list[int]:
+        """Sorted 1-based indices of all documents cited anywhere in the answer."""
+        return sorted({c for s in self.sentences for c in s.citations})
+
+    def uncited_sentences(self) -> list[int]:
+        return [i for i, s in enumerate(self.sentences) if not s.citations]
+
+    # ------------------------------------------------------------ parsing
+    @classmethod
+    def from_text(
+        cls,
+        text: str,
+        *,
+        question: str = "",
+        documents: list[Document] | None = None,
+        attach_trailing: bool = True,
+        metadata: dict[str, Any] | None = None,
+    ) -> "AttributedAnswer":
+        """Parse ``[n]``-cited text into the contract (see :func:`citegraph.tools.citations.parse_cited_text`)."""
+        from citegraph.tools.citations import parse_cited_text
+
+        documents = list(documents or [])
+        parsed = parse_cited_text(text, n_docs=len(documents), attach_trailing=attach_trailing)
+        return cls(
+            question=question,
+            documents=documents,
+            sentences=[CitedSentence(text=s.text, citations=s.citations) for s in parsed.sentences],
+            warnings=parsed.warnings,
+            metadata=dict(metadata or {}),
+        )
+
+    def remap(self, documents: list[Document], mapping: dict[int, int]) -> "AttributedAnswer":
+        """Return a copy whose citations point into ``documents`` via ``mapping`` (old 1-based index →
+        new 1-based index). Used when a method works on a subset of the caller's documents."""
+        sentences = [
+            CitedSentence(
+                text=s.text,
+                citations=[mapping[c] for c in s.citations if c in mapping],
+                evidence=[e.model_copy(update={"doc": mapping[e.doc]}) for e in s.evidence if e.doc in mapping],
+            )
+            for s in self.sentences
+        ]
+        return AttributedAnswer(
+            question=self.question, documents=documents, sentences=sentences,
+            warnings=list(self.warnings), metadata=dict(self.metadata),
+        )

@@ -1,0 +1,26 @@
+"""VANILLA (ALCE): one prompt with all documents, the LLM writes the cited answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from citegraph.state.base import BaseContext, InputState, OutputState, knob
+
+
+@dataclass(kw_only=True)
+class VanillaContext(BaseContext):
+    """Knobs of the VANILLA baseline."""
+
+    ndemo: int = knob(0, "Number of ALCE demonstrations to put in the prompt (needs demos_file).")
+    demos_file: str = knob("", "ALCE prompt file with demos, e.g. ../shared/data/alce/prompts/asqa_default.json.")
+    max_doc_words: int = knob(0, "Truncate each document to this many words in the prompt (0 = no limit).")
+    attach_trailing_citations: bool = knob(True, "A citation after the period belongs to the sentence before it.")
+
+
+class VanillaState(InputState, OutputState):
+    """Working state of VANILLA: the prompt and raw generation are kept for inspection."""
+
+    prompt: str = Field(default="", description="The prompt sent to the LLM.")
+    generation: str = Field(default="", description="The LLM's raw cited text.")

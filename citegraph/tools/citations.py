@@ -1,0 +1,114 @@
+"""Parse ``[n]``-cited text into sentences with citations.
+
+Handles ``[1][2]``, ``[1, 2]``, ``[1-3]``, ``[Doc 2]``; citations placed after the period (attached to
+the preceding sentence unless ``attach_trailing=False``, which reproduces ALCE's eval.py, where they
+count for the next sentence); out-of-range ids (dropped, with a warning); text without citations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from citegraph.tools.sentences import split_sentences
+
+# one bracket group: [1], [1, 2], [1-3], [Doc 2], [1][2] are two groups
+CITE_GROUP = re.compile(r"\[\s*(?:(?:doc(?:ument)?|source|passage)\s*)?(\d+(?:\s*(?:[-–,;]|and)\s*(?:(?:doc(?:ument)?\s*)?\d+))*)\s*\]", re.I)
+_LEADING = re.compile(r"^(?:\s*" + CITE_GROUP.pattern + r")+", re.I)
+_MAX_RANGE = 20
+
+
+@dataclass
+class ParsedSentence:
+    text: str
+    citations: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ParsedText:
+    sentences: list[ParsedSentence]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _ids(group: str) -> list[int]:
+    out: list[int] = []
+    for part in re.split(r"\s*(?:[,;]|and)\s*", group):
+        part = re.sub(r"(?i)doc(?:ument)?\s*", "", part).strip()
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)\s*[-–]\s*(\d+)", part)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            if a <= b and b - a <= _MAX_RANGE:
+                out.extend(range(a, b + 1))
+            else:
+                out.extend([a, b])
+        elif part.isdigit():
+            out.append(int(part))
+    return out
+
+
+def extract_citations(text: str) -> list[int]:
+    """All cited ids in order of appearance (duplicates removed)."""
+    seen: list[int] = []
+    for m in CITE_GROUP.finditer(text):
+        for i in _ids(m.group(1)):
+            if i not in seen:
+                seen.append(i)
+    return seen
+
+
+def strip_citations(text: str) -> str:
+    """Remove citation groups and tidy the whitespace they leave behind."""
+    t = CITE_GROUP.sub("", text)
+    t = re.sub(r"\s+([.,;:!?])", r"\1", t)
+    return re.sub(r"\s{2,}", " ", t).strip()
+
+
+def parse_cited_text(
+    text: str, *, n_docs: int | None = None, attach_trailing: bool = True, splitter: str | None = None
+) -> ParsedText:
+    """Split ``text`` into sentences and collect each sentence's citations.
+
+    ``n_docs``: ids outside ``1..n_docs`` are dropped and recorded in ``warnings``.
+    ``attach_trailing``: a citation group that starts a sentence (i.e. was written after the previous
+    sentence's period) belongs to the previous sentence.
+    """
+    raw = split_sentences(text or "", **({"splitter": splitter} if splitter else {}))
+    # Normalise: the splitter may leave "[1]" groups at the start of the next sentence, or as a
+    # sentence of their own. Move them to the previous sentence when asked to.
+    pieces: list[list] = []  # [text, extra_ids]
+    for s in raw:
+        lead = _LEADING.match(s)
+        if lead and attach_trailing and pieces:
+            pieces[-1][1].extend(extract_citations(lead.group(0)))
+            s = s[lead.end():].strip()
+            if not s:
+                continue
+        elif lead and not s[lead.end():].strip() and pieces:
+            # a citation-only fragment: it can only belong to the sentence before
+            pieces[-1][1].extend(extract_citations(s))
+            continue
+        pieces.append([s, []])
+
+    sentences: list[ParsedSentence] = []
+    warnings: list[str] = []
+    for s, extra in pieces:
+        ids = extract_citations(s) + [i for i in extra]
+        body = strip_citations(s)
+        if not re.search(r"\w", body):
+            if sentences:
+                ids_prev = sentences[-1].citations
+                ids_prev.extend(i for i in ids if i not in ids_prev)
+            continue
+        uniq: list[int] = []
+        for i in ids:
+            if i not in uniq:
+                uniq.append(i)
+        if n_docs is not None:
+            bad = [i for i in uniq if not 1 <= i <= n_docs]
+            if bad:
+                warnings.append(f"dropped out-of-range citation(s) {bad} in sentence {len(sentences) + 1} (documents: {n_docs})")
+                uniq = [i for i in uniq if 1 <= i <= n_docs]
+        sentences.append(ParsedSentence(text=body, citations=uniq))
+    return ParsedText(sentences=sentences, warnings=warnings)

@@ -1,0 +1,442 @@
+"""The model layer: chat models resolved from spec strings, once per process.
+
+Specs (the ``llm`` field of every graph's Context):
+
+- ``local``               the embedded Qwen2.5-Coder-1.5B-Instruct GGUF (offline default)
+- ``local-small``         the embedded 0.5B variant
+- ``llamacpp:<path>``     any GGUF file
+- ``openai:<model>``      langchain-openai ``ChatOpenAI``; ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``
+                          from the environment, so OpenAI, vLLM and Ollama all work
+- ``fake:<name>``         a scripted model registered with :func:`register_chat_model` (tests)
+
+Nodes never construct models: they call :func:`chat_text`, :func:`structured` or
+:func:`yes_probability` with the spec string from their Context.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import threading
+import time
+from typing import Any, Callable, Sequence, TypeVar
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+
+from citegraph.errors import ModelError
+
+T = TypeVar("T", bound=BaseModel)
+Messages = Sequence[BaseMessage] | str
+
+_registry: dict[str, BaseChatModel] = {}
+_registry_lock = threading.Lock()
+
+
+# --------------------------------------------------------------------------- llama.cpp backend
+_llamas: dict[tuple, Any] = {}
+_llama_locks: dict[int, threading.Lock] = {}
+LOAD_TIMES: dict[str, float] = {}
+
+
+def _load_llama(path: str, n_ctx: int, n_threads: int | None):
+    key = (path, n_ctx, n_threads)
+    with _registry_lock:
+        if key in _llamas:
+            return _llamas[key]
+        try:
+            from llama_cpp import Llama
+        except ImportError as e:  # pragma: no cover - depends on install
+            raise ModelError("llama-cpp-python is not installed; run: pip install 'citegraph[local]'") from e
+        if not os.path.exists(path):
+            raise ModelError(f"GGUF model file not found: {path}")
+        t0 = time.perf_counter()
+        llm = Llama(
+            model_path=path, n_ctx=n_ctx, n_threads=n_threads or os.cpu_count(), n_batch=512,
+            verbose=False, seed=0,
+        )
+        LOAD_TIMES[path] = time.perf_counter() - t0
+        _llamas[key] = llm
+        _llama_locks[id(llm)] = threading.Lock()
+        return llm
+
+
+def _to_openai(m: BaseMessage) -> dict:
+    role = {"human": "user", "ai": "assistant", "system": "system"}.get(m.type, "user")
+    return {"role": role, "content": m.content if isinstance(m.content, str) else str(m.content)}
+
+
+class LlamaCppChat(BaseChatModel):
+    """A llama.cpp GGUF chat model (thread-safe: one call at a time per loaded model).
+
+    Extra call kwargs: ``temperature``, ``max_tokens``, ``json_schema`` (grammar-constrained JSON).
+    """
+
+    model_path: str
+    n_ctx: int = 8192
+    n_threads: int | None = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+    _calls: itertools.count = PrivateAttr(default_factory=itertools.count)
+
+    @property
+    def _llm_type(self) -> str:
+        return "citegraph-llamacpp"
+
+    @property
+    def _identifying_params(self) -> dict:
+        return {"model_path": self.model_path, "n_ctx": self.n_ctx}
+
+    @property
+    def llama(self):
+        return _load_llama(self.model_path, self.n_ctx, self.n_threads)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        llm = self.llama
+        temperature = kwargs.get("temperature", self.temperature)
+        params: dict[str, Any] = {
+            "temperature": temperature,
+            "max_tokens": kwargs.get("max_tokens") or self.max_tokens,
+            "stop": stop or kwargs.get("stop"),
+        }
+        if temperature and temperature > 0:
+            params["seed"] = next(self._calls)  # reproducible yet distinct samples
+        if kwargs.get("json_schema"):
+            params["response_format"] = {"type": "json_object", "schema": kwargs["json_schema"]}
+        msgs = [_to_openai(m) for m in messages]
+        with _llama_locks[id(llm)]:
+            try:
+                out = llm.create_chat_completion(messages=msgs, **params)
+            except ValueError as e:  # prompt longer than the context window
+                raise ModelError(f"llama.cpp rejected the prompt: {e}") from e
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        msg = AIMessage(
+            content=choice["message"].get("content") or "",
+            usage_metadata={
+                "input_tokens": usage.get("prompt_tokens", 0),
+                "output_tokens": usage.get("completion_tokens", 0),
+                "total_tokens": usage.get("total_tokens", 0),
+            },
+            response_metadata={"finish_reason": choice.get("finish_reason"), "model_name": os.path.basename(self.model_path)},
+        )
+        return ChatResult(generations=[ChatGeneration(message=msg)], llm_output={"token_usage": usage})
+
+    # -- Yes/No judge: eval the prompt, read the last token's logits (no logits_all needed)
+    def yes_probability(self, messages: list[BaseMessage]) -> float:
+        import numpy as np
+
+        llm = self.llama
+        fmt = _chat_formatter(llm)
+        prompt = fmt(messages=[_to_openai(m) for m in messages]).prompt
+        tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+        yes, no = _yes_no_ids(llm)
+        with _llama_locks[id(llm)]:
+            llm.reset()
+            llm.eval(tokens)
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
+        return _two_way(logits, yes, no)
+
+
+_formatters: dict[int, Any] = {}
+_yesno: dict[int, tuple[list[int], list[int]]] = {}
+
+
+def _chat_formatter(llm):
+    if id(llm) not in _formatters:
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        meta = llm.metadata
+        template = meta.get("tokenizer.chat_template")
+        if not template:
+            raise ModelError("this GGUF has no chat template; the Yes/No judge needs one")
+        eos = llm._model.token_get_text(llm.token_eos()) if hasattr(llm._model, "token_get_text") else ""
+        bos = llm._model.token_get_text(llm.token_bos()) if hasattr(llm._model, "token_get_text") else ""
+        _formatters[id(llm)] = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos, add_generation_prompt=True)
+    return _formatters[id(llm)]
+
+
+def _yes_no_ids(llm) -> tuple[list[int], list[int]]:
+    if id(llm) not in _yesno:
+        def first(words):
+            ids = {llm.tokenize(w.encode(), add_bos=False, special=False)[0] for w in words}
+            return sorted(ids)
+        _yesno[id(llm)] = (first(["Yes", " Yes", "yes", " yes", "YES"]), first(["No", " No", "no", " no", "NO"]))
+    return _yesno[id(llm)]
+
+
+def _two_way(logits, yes: list[int], no: list[int]) -> float:
+    ly = [float(logits[i]) for i in yes]
+    ln = [float(logits[i]) for i in no]
+    m = max(ly + ln)
+    sy = sum(math.exp(x - m) for x in ly)
+    sn = sum(math.exp(x - m) for x in ln)
+    return sy / (sy + sn)
+
+
+# --------------------------------------------------------------------------- scripted fake
+class ScriptedChatModel(BaseChatModel):
+    """A deterministic chat model for tests.
+
+    ``script`` is either a list of replies (consumed in order, the last one repeats) or a function
+    ``(messages, kwargs) -> str``. ``judge`` answers :func:`yes_probability` (a float or a function
+    of the prompt text). Every call is recorded in ``calls``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    script: Any = Field(default_factory=list)
+    judge: Any = 0.5
+    calls: list = Field(default_factory=list)
+    _i: int = PrivateAttr(default=0)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "citegraph-scripted"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        with self._lock:
+            self.calls.append({"messages": list(messages), "kwargs": dict(kwargs)})
+            if callable(self.script):
+                text = self.script(list(messages), dict(kwargs))
+            else:
+                if not self.script:
+                    text = ""
+                else:
+                    text = self.script[min(self._i, len(self.script) - 1)]
+                    self._i += 1
+        prompt_tokens = sum(len(str(m.content).split()) for m in messages)
+        msg = AIMessage(
+            content=text,
+            usage_metadata={"input_tokens": prompt_tokens, "output_tokens": len(text.split()),
+                            "total_tokens": prompt_tokens + len(text.split())},
+        )
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    def yes_probability(self, messages: list[BaseMessage]) -> float:
+        text = "\n".join(str(m.content) for m in messages)
+        return float(self.judge(text) if callable(self.judge) else self.judge)
+
+
+# --------------------------------------------------------------------------- resolution
+def register_chat_model(spec: str, model: BaseChatModel) -> None:
+    """Make ``model`` available under ``spec`` (e.g. ``fake:demo``) for every graph."""
+    with _registry_lock:
+        _registry[spec] = model
+
+
+def get_chat_model(spec: str = "local") -> BaseChatModel:
+    """Resolve a spec string to a chat model, cached per process (models load once)."""
+    spec = (spec or "local").strip()
+    with _registry_lock:
+        if spec in _registry:
+            return _registry[spec]
+    model = _build(spec)
+    with _registry_lock:
+        return _registry.setdefault(spec, model)
+
+
+def _build(spec: str) -> BaseChatModel:
+    kind, _, arg = spec.partition(":")
+    if spec in ("local", "local-small"):
+        from citegraph.tools.local_model import embedded_model_path
+
+        return LlamaCppChat(model_path=str(embedded_model_path(spec)))
+    if kind in ("llamacpp", "gguf"):
+        if not arg:
+            raise ModelError("llamacpp spec needs a path: llamacpp:/path/model.gguf")
+        return LlamaCppChat(model_path=os.path.expanduser(arg))
+    if kind == "openai":
+        if not arg:
+            raise ModelError("openai spec needs a model name: openai:gpt-4o-mini")
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(
+            model=arg,
+            base_url=os.environ.get("OPENAI_BASE_URL") or None,
+            api_key=os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            temperature=0,
+            max_retries=int(os.environ.get("CITEGRAPH_OPENAI_RETRIES", "2")),
+            timeout=float(os.environ.get("CITEGRAPH_OPENAI_TIMEOUT", "60")),
+        )
+    if kind == "fake":
+        raise ModelError(f"no scripted model registered as {spec!r} (use register_chat_model)")
+    raise ModelError(f"unknown model spec {spec!r}; use local, local-small, llamacpp:<path>, openai:<model>")
+
+
+# --------------------------------------------------------------------------- helpers for nodes
+def as_messages(prompt: Messages, system: str | None = None) -> list[BaseMessage]:
+    msgs: list[BaseMessage] = [HumanMessage(prompt)] if isinstance(prompt, str) else list(prompt)
+    if system:
+        msgs.insert(0, SystemMessage(system))
+    return msgs
+
+
+def _invoke(model: BaseChatModel, msgs: list[BaseMessage], **kwargs: Any) -> AIMessage:
+    try:
+        return model.invoke(msgs, **kwargs)
+    except ModelError:
+        raise
+    except Exception as e:  # connection errors, timeouts, HTTP errors from OpenAI-compatible servers
+        name = type(e).__name__
+        if any(k in name for k in ("Connection", "Timeout", "APIStatus", "Authentication", "NotFound", "RateLimit")):
+            url = os.environ.get("OPENAI_BASE_URL", "the OpenAI API")
+            raise ModelError(f"model endpoint {url} failed after retries: {name}: {str(e).splitlines()[0][:200]}") from e
+        raise
+
+
+def chat_text(spec: str, prompt: Messages, *, system: str | None = None, **kwargs: Any) -> str:
+    """One chat call; returns the reply text. kwargs: temperature, max_tokens, stop."""
+    model = get_chat_model(spec)
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    if isinstance(model, LlamaCppChat) or isinstance(model, ScriptedChatModel):
+        msg = _invoke(model, as_messages(prompt, system), **kwargs)
+    else:
+        if "max_tokens" in kwargs:
+            kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
+        msg = _invoke(model, as_messages(prompt, system), **kwargs)
+    return msg.content if isinstance(msg.content, str) else str(msg.content)
+
+
+_FENCE = re.compile(r"```(?:json|python)?\s*(.*?)```", re.S)
+
+
+def extract_json(text: str) -> Any:
+    """Best-effort JSON from LLM text: strips code fences and prose, repairs common defects
+    (single quotes, trailing commas, unclosed brackets). Raises ValueError when nothing parses."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for cand in candidates:
+        cand = cand.strip()
+        start = min([i for i in (cand.find("{"), cand.find("[")) if i >= 0], default=-1)
+        if start < 0:
+            continue
+        body = cand[start:]
+        for attempt in (body, _repair_json(body)):
+            try:
+                return json.loads(attempt)
+            except json.JSONDecodeError:
+                pass
+        # a valid prefix followed by prose
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(body)
+            return obj
+        except json.JSONDecodeError:
+            pass
+    raise ValueError("no JSON object found in the model output")
+
+
+def _repair_json(s: str) -> str:
+    s = re.sub(r",\s*([}\]])", r"\1", s)
+    if "'" in s and '"' not in s:
+        s = s.replace("'", '"')
+    stack = []
+    in_str = esc = False
+    for ch in s:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and stack:
+            stack.pop()
+    if in_str:
+        s += '"'
+    return s + "".join(reversed(stack))
+
+
+class StructuredOutputError(ValueError):
+    pass
+
+
+def structured(
+    spec: str,
+    prompt: Messages,
+    schema: type[T],
+    *,
+    system: str | None = None,
+    retries: int = 2,
+    fallback: T | Callable[[], T] | None = None,
+    coerce: Callable[[Any], Any] | None = None,
+    **kwargs: Any,
+) -> tuple[T, list[str]]:
+    """Ask for JSON matching ``schema``; validate, repair, retry (tenacity), then fall back.
+
+    Returns ``(value, problems)``: ``problems`` lists what went wrong on the way (empty on a clean
+    first answer). On llama.cpp models the output is grammar-constrained to the schema. When every
+    attempt fails and ``fallback`` is given, the fallback is returned (never an exception);
+    otherwise :class:`StructuredOutputError` is raised.
+    """
+    model = get_chat_model(spec)
+    msgs = as_messages(prompt, system)
+    problems: list[str] = []
+    if isinstance(model, LlamaCppChat):
+        kwargs.setdefault("json_schema", schema.model_json_schema())
+
+    def attempt() -> T:
+        text = chat_text(spec, msgs, **kwargs)
+        try:
+            data = extract_json(text)
+            if coerce is not None:
+                data = coerce(data)
+            return schema.model_validate(data)
+        except (ValueError, ValidationError) as e:
+            err = str(e).splitlines()[0][:300]
+            problems.append(f"{schema.__name__}: {err}")
+            msgs.extend([AIMessage(text), HumanMessage(
+                f"That reply was not valid ({err}). Reply again with only a JSON object that matches "
+                f"this schema:\n{json.dumps(schema.model_json_schema())}"
+            )])
+            raise StructuredOutputError(err) from e
+
+    try:
+        for at in Retrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception_type(StructuredOutputError), reraise=True):
+            with at:
+                return attempt(), problems
+    except (StructuredOutputError, RetryError):
+        if fallback is None:
+            raise StructuredOutputError("; ".join(problems))
+        problems.append(f"{schema.__name__}: used fallback after {retries + 1} attempts")
+        return (fallback() if callable(fallback) else fallback), problems
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def yes_probability(spec: str, prompt: Messages, *, system: str | None = None) -> float:
+    """P(Yes) for a Yes/No question, from the model's next-token distribution.
+
+    llama.cpp: last-token logits after evaluating the prompt; OpenAI-compatible servers: the
+    ``top_logprobs`` of a 1-token completion; scripted fakes: their ``judge``.
+    """
+    model = get_chat_model(spec)
+    msgs = as_messages(prompt, system)
+    if hasattr(model, "yes_probability"):
+        return float(model.yes_probability(msgs))
+    bound = model.bind(logprobs=True, top_logprobs=20, max_completion_tokens=1, temperature=0)
+    msg = _invoke(bound, msgs)
+    try:
+        top = msg.response_metadata["logprobs"]["content"][0]["top_logprobs"]
+    except (KeyError, IndexError, TypeError) as e:
+        raise ModelError(f"{spec} returned no logprobs; the llm-judge needs a server with logprobs support") from e
+    y = sum(math.exp(t["logprob"]) for t in top if t["token"].strip().lower() == "yes")
+    n = sum(math.exp(t["logprob"]) for t in top if t["token"].strip().lower() == "no")
+    if y + n == 0:
+        return 0.5
+    return y / (y + n)

@@ -1,0 +1,118 @@
+"""Cost accounting: LLM calls, tokens, verifier pairs and wall time, per graph node.
+
+Attach a :class:`UsageTracker` as a callback (``config={"callbacks": [tracker]}``) and activate it
+with ``with tracker.active():`` so the verifier (which is not a LangChain runnable) can report the
+pairs it scores through :func:`record_verifier`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+
+_current: contextvars.ContextVar["UsageTracker | None"] = contextvars.ContextVar("citegraph_usage", default=None)
+
+
+def record_verifier(pairs: int, cache_hits: int = 0) -> None:
+    """Called by verifiers: count scored pairs against the active tracker (if any)."""
+    t = _current.get()
+    if t is not None:
+        t.add_verifier(pairs, cache_hits)
+
+
+class UsageTracker(BaseCallbackHandler):
+    """Per-node counters: ``calls``, ``prompt_tokens``, ``completion_tokens``, ``seconds``,
+    plus ``verifier_pairs`` / ``verifier_cache_hits`` for the item as a whole."""
+
+    raise_error = False
+    run_inline = True
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.nodes: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self.verifier_pairs = 0
+        self.verifier_cache_hits = 0
+        self._llm_node: dict[UUID, str] = {}
+        self._node_start: dict[UUID, tuple[str, float]] = {}
+
+    # -- activation for non-runnable code (verifier)
+    @contextmanager
+    def active(self):
+        token = _current.set(self)
+        try:
+            yield self
+        finally:
+            _current.reset(token)
+
+    def add_verifier(self, pairs: int, cache_hits: int) -> None:
+        with self._lock:
+            self.verifier_pairs += pairs
+            self.verifier_cache_hits += cache_hits
+
+    # -- LLM calls
+    def on_chat_model_start(self, serialized, messages, *, run_id: UUID, metadata: dict | None = None, **kw: Any) -> None:
+        self._llm_node[run_id] = (metadata or {}).get("langgraph_node", "<outside graph>")
+
+    def on_llm_start(self, serialized, prompts, *, run_id: UUID, metadata: dict | None = None, **kw: Any) -> None:
+        self._llm_node[run_id] = (metadata or {}).get("langgraph_node", "<outside graph>")
+
+    def on_llm_end(self, response, *, run_id: UUID, **kw: Any) -> None:
+        node = self._llm_node.pop(run_id, "<outside graph>")
+        pt = ct = 0
+        for gens in response.generations:
+            for g in gens:
+                um = getattr(getattr(g, "message", None), "usage_metadata", None) or {}
+                pt += um.get("input_tokens", 0)
+                ct += um.get("output_tokens", 0)
+        if not (pt or ct) and response.llm_output:
+            tu = response.llm_output.get("token_usage") or {}
+            pt, ct = tu.get("prompt_tokens", 0), tu.get("completion_tokens", 0)
+        with self._lock:
+            d = self.nodes[node]
+            d["calls"] += 1
+            d["prompt_tokens"] += pt
+            d["completion_tokens"] += ct
+
+    # -- node wall time
+    def on_chain_start(self, serialized, inputs, *, run_id: UUID, metadata: dict | None = None, name: str | None = None, **kw: Any) -> None:
+        node = (metadata or {}).get("langgraph_node")
+        if node and name == node:
+            self._node_start[run_id] = (node, time.perf_counter())
+
+    def on_chain_end(self, outputs, *, run_id: UUID, **kw: Any) -> None:
+        self._close(run_id)
+
+    def on_chain_error(self, error, *, run_id: UUID, **kw: Any) -> None:
+        self._close(run_id)
+
+    def _close(self, run_id: UUID) -> None:
+        got = self._node_start.pop(run_id, None)
+        if got:
+            node, t0 = got
+            with self._lock:
+                self.nodes[node]["seconds"] += time.perf_counter() - t0
+                self.nodes[node]["runs"] += 1
+
+    # -- summaries
+    def totals(self) -> dict[str, float]:
+        with self._lock:
+            out = {
+                "llm_calls": int(sum(d.get("calls", 0) for d in self.nodes.values())),
+                "prompt_tokens": int(sum(d.get("prompt_tokens", 0) for d in self.nodes.values())),
+                "completion_tokens": int(sum(d.get("completion_tokens", 0) for d in self.nodes.values())),
+                "verifier_pairs": self.verifier_pairs,
+                "verifier_cache_hits": self.verifier_cache_hits,
+            }
+        out["tokens"] = out["prompt_tokens"] + out["completion_tokens"]
+        return out
+
+    def per_node(self) -> dict[str, dict[str, float]]:
+        with self._lock:
+            return {k: {kk: round(vv, 3) for kk, vv in v.items()} for k, v in self.nodes.items()}
