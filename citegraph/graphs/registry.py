@@ -17,6 +17,18 @@ class GraphEntry:
 GRAPHS: dict[str, GraphEntry] = {
     "vanilla": GraphEntry("vanilla", "citegraph.graphs.vanilla", "citegraph.state.vanilla:VanillaContext",
                           "ALCE VANILLA: one prompt with all documents; the LLM cites as [n]."),
+    "summ": GraphEntry("summ", "citegraph.graphs.summ", "citegraph.state.alce_baselines:SummContext",
+                       "ALCE SUMM: per-document query-focused summaries (irrelevant ones dropped), then answer."),
+    "snippet": GraphEntry("snippet", "citegraph.graphs.snippet", "citegraph.state.alce_baselines:SnippetContext",
+                          "ALCE SNIPPET: per-document extracted spans (irrelevant ones dropped), then answer."),
+    "rerank": GraphEntry("rerank", "citegraph.graphs.rerank", "citegraph.state.alce_baselines:RerankContext",
+                         "ALCE RERANK: sample n answers, keep the highest ALCE citation recall (verifier)."),
+    "raac": GraphEntry("raac", "citegraph.graphs.raac", "citegraph.state.raac:RaacContext",
+                       "RAAC: TextAgent feedback/refine loop, CitationAgent validate/simplify/discover, Summary Calibration."),
+    "genprog": GraphEntry("genprog", "citegraph.graphs.genprog", "citegraph.state.genprog:GenProgContext",
+                          "GenerationPrograms: plan a program of text modules over S-ids, parse safely, execute, cite the leaves."),
+    "genprog-posthoc": GraphEntry("genprog-posthoc", "citegraph.graphs.genprog_posthoc", "citegraph.state.genprog:GenProgPosthocContext",
+                                  "GenerationPrograms post-hoc: a program reconstructs each given answer sentence; its leaves are the attributions."),
 }
 
 

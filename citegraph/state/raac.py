@@ -1,0 +1,210 @@
+"""RAAC (Reflective Agents with Adaptive Collaboration): Context knobs and the traced state.
+
+The parent graph keeps the whole trace in :class:`RaacState` so LangGraph Studio shows every
+TextAgent round (summary, feedback scores, total), every Validator check, every Discovery decision
+and every Summary-Calibration decision. Trace lists are replaced (never reduced) by the nodes,
+because the TextAgent and CitationAgent subgraphs share this schema and return the full state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from citegraph.state.answer import AttributedAnswer, Document
+from citegraph.state.base import BaseContext, InputState, OutputState, knob
+
+ASPECTS: tuple[str, ...] = (
+    "completeness", "objectivity", "specificity", "length", "citation_recall", "citation_precision",
+)
+MIN_SCORE, MAX_SCORE = 1, 3
+
+
+@dataclass(kw_only=True)
+class RaacContext(BaseContext):
+    """Knobs of RAAC (defaults follow the paper: k=5, tau=0.8, M=1, top-5 documents)."""
+
+    top_docs: int = knob(5, "Use the first N ranked documents (0 = all).")
+    k: int = knob(5, "TextAgent: at most k rounds (one summary + its feedback each); stops early when every aspect scores 3.")
+    tau: float = knob(0.8, "Summary Calibration gate: citation F1 >= tau ends the run.")
+    max_calibration_rounds: int = knob(1, "Summary Calibration: at most M re-runs on the adapted documents D_adp.")
+    use_text_agent: bool = knob(True, "Ablation 'w/o TextAgent' when false: a single VANILLA (ALCE) generation instead.")
+    use_citation_agent: bool = knob(True, "Ablation 'w/o CitationAgent' when false: keep the TextAgent's citations as written.")
+    use_calibration: bool = knob(True, "Ablation 'w/o SC' when false: no F1 assessment and no re-run on D_adp.")
+    verify_discovered: bool = knob(True, "Discovery: keep citations proposed by the LLM only if the verifier says they entail the sentence.")
+    discovery_top_n: int = knob(3, "Discovery: how many documents (ranked by embedding similarity) the LLM may choose from.")
+    embedding: str = knob("minilm", "Embedding spec used to rank documents for Discovery (citegraph.tools.embeddings).")
+    verifier_threshold: float = knob(0.0, "Entailment threshold for Validator/Discovery (0 = the verifier's own threshold).")
+    feedback_max_tokens: int = knob(512, "Maximum tokens of one feedback (JSON with six aspects) reply.")
+    max_doc_words: int = knob(0, "Truncate each document to this many words in prompts (0 = no limit).")
+    attach_trailing_citations: bool = knob(True, "A citation after the period belongs to the sentence before it.")
+
+
+# --------------------------------------------------------------------------- LLM reply schemas
+def _to_score(v: Any) -> int:
+    """'2', 2.6, '3/3', 'Score: 2' -> an int clamped to 1..3 (unparseable -> 1)."""
+    if isinstance(v, dict):
+        v = v.get("score", v.get("value"))
+    if isinstance(v, bool):
+        v = int(v)
+    if isinstance(v, str):
+        import re
+
+        m = re.search(r"-?\d+(?:\.\d+)?", v)
+        v = float(m.group(0)) if m else MIN_SCORE
+    try:
+        n = int(round(float(v)))
+    except (TypeError, ValueError):
+        n = MIN_SCORE
+    return max(MIN_SCORE, min(MAX_SCORE, n))
+
+
+class AspectFeedback(BaseModel):
+    """One aspect of the TextAgent's self-feedback: a 1-3 score and a suggestion."""
+
+    score: int = Field(description="1 (poor) to 3 (excellent).")
+    suggestion: str = Field(default="", description="How to improve this aspect.")
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _clamp(cls, v: Any) -> int:
+        return _to_score(v)
+
+    @field_validator("suggestion", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> str:
+        return "" if v is None else str(v)
+
+
+class FeedbackModel(BaseModel):
+    """The feedback reply (paper Table 13): six aspects and the total the LLM reports."""
+
+    completeness: AspectFeedback
+    objectivity: AspectFeedback
+    specificity: AspectFeedback
+    length: AspectFeedback
+    citation_recall: AspectFeedback
+    citation_precision: AspectFeedback
+    total: int | None = Field(default=None, description="The total the LLM reports (we recompute it).")
+
+    @field_validator("total", mode="before")
+    @classmethod
+    def _total(cls, v: Any) -> int | None:
+        if v is None:
+            return None
+        try:
+            return int(round(float(str(v).split("/")[0].strip())))
+        except ValueError:
+            return None
+
+    def scores(self) -> dict[str, int]:
+        return {a: getattr(self, a).score for a in ASPECTS}
+
+    def suggestions(self) -> dict[str, str]:
+        return {a: getattr(self, a).suggestion for a in ASPECTS}
+
+    def computed_total(self) -> int:
+        return sum(self.scores().values())
+
+    def all_max(self) -> bool:
+        return all(s == MAX_SCORE for s in self.scores().values())
+
+
+class RefineModel(BaseModel):
+    """The refine reply (paper Table 14)."""
+
+    revised: str = Field(description="The revised summary with [id] citations.")
+
+
+class AddCitationModel(BaseModel):
+    """The AddCitation reply (paper Table 15): ids of the chosen documents (may be empty)."""
+
+    citations: list[int] = Field(default_factory=list, description="Document ids, 1-3 of the candidates shown.")
+
+
+# --------------------------------------------------------------------------- trace records
+class TextRound(BaseModel):
+    """One TextAgent round: a summary and the feedback it received."""
+
+    calibration_round: int = 0
+    round: int = Field(description="1-based round within this TextAgent run.")
+    kind: str = Field(default="initial", description="initial | refine | vanilla")
+    summary: str = ""
+    scores: dict[str, int] = Field(default_factory=dict)
+    suggestions: dict[str, str] = Field(default_factory=dict)
+    total: int | None = Field(default=None, description="Sum of the six aspect scores (max 18).")
+    reported_total: int | None = Field(default=None, description="The total the LLM wrote.")
+    problems: list[str] = Field(default_factory=list, description="Parse problems (repairs, retries, fallbacks).")
+
+
+class SubsetCheck(BaseModel):
+    subset: list[int]
+    score: float
+    entails: bool
+
+
+class ValidationRecord(BaseModel):
+    """Validator + Simplifier for one sentence (indices are into the working documents)."""
+
+    calibration_round: int = 0
+    sentence: int
+    text: str
+    citations: list[int] = Field(default_factory=list, description="Citations as written (at most 3 checked).")
+    checks: list[SubsetCheck] = Field(default_factory=list)
+    kept: list[int] = Field(default_factory=list, description="Minimum entailing subset (empty when none entails).")
+    note: str = ""
+
+
+class DiscoveryRecord(BaseModel):
+    """Discovery for one uncited sentence (indices are into the working documents)."""
+
+    calibration_round: int = 0
+    sentence: int
+    text: str
+    candidates: list[int] = Field(default_factory=list)
+    similarities: list[float] = Field(default_factory=list)
+    proposed: list[int] = Field(default_factory=list)
+    rejected: dict[str, str] = Field(default_factory=dict, description="id -> reason")
+    verified: bool | None = None
+    verifier_score: float | None = None
+    kept: list[int] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+
+
+class CalibrationRecord(BaseModel):
+    """One Summary-Calibration assessment and the gate's decision."""
+
+    calibration_round: int
+    documents: list[int] = Field(default_factory=list, description="Original 1-based indices of the documents used.")
+    recall: float | None = None
+    precision: float | None = None
+    f1: float | None = None
+    decision: str = Field(default="", description="initial | accept | revert | disabled")
+    next: str = Field(default="", description="finalize | restrict")
+    reason: str = ""
+
+
+class RaacState(InputState, OutputState):
+    """RAAC's working state and full trace."""
+
+    # working documents (D, then D_adp) and the map back to the caller's documents
+    working_documents: list[Document] = Field(default_factory=list)
+    doc_map: dict[int, int] = Field(default_factory=dict, description="working 1-based index -> caller's 1-based index")
+    calibration_round: int = 0
+    # TextAgent
+    text_round: int = 0
+    summary: str = Field(default="", description="The current TextAgent summary (cited as [id]).")
+    text_stop: str = Field(default="", description="Why the TextAgent loop stopped.")
+    rounds: list[TextRound] = Field(default_factory=list)
+    draft: AttributedAnswer | None = Field(default=None, description="TextAgent output (working documents).")
+    # CitationAgent
+    cited: AttributedAnswer | None = Field(default=None, description="CitationAgent output (working documents).")
+    validations: list[ValidationRecord] = Field(default_factory=list)
+    discoveries: list[DiscoveryRecord] = Field(default_factory=list)
+    # Summary Calibration
+    best_answer: AttributedAnswer | None = Field(default=None, description="Best answer so far (caller's documents).")
+    best_f1: float | None = None
+    next_documents: list[int] = Field(default_factory=list, description="D_adp as caller's 1-based indices.")
+    calibrations: list[CalibrationRecord] = Field(default_factory=list)

@@ -1,0 +1,426 @@
+"""RAAC graph with a scripted LLM, a stub verifier and stub embeddings.
+
+Covers the TextAgent loop (stop at the maximum score, stop at k, best-of-k, malformed feedback),
+the CitationAgent (subset enumeration, the Simplifier's tie-break, one scoring per pair, Discovery
+with out-of-range ids and verification), Summary Calibration (gate accept / revert / tau / the M
+bound, D_adp citations mapped back to the caller's documents), the ablations and the Context
+reaching the subgraphs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from citegraph.graphs.registry import build_graph, make_context
+from citegraph.prompts.raac import ADD_CITATION_HEADER, FEEDBACK_HEADER, GENERATE_HEADER, REFINE_HEADER
+from citegraph.state import Document
+from citegraph.state.raac import ASPECTS, RaacContext
+from citegraph.tools.verifier import FunctionVerifier, register_verifier
+
+import citegraph.nodes.raac.calibration as calibration_mod
+import citegraph.nodes.raac.citation_agent as citation_mod
+
+
+# --------------------------------------------------------------------------- helpers
+def fb(score=2, total=None, **overrides) -> str:
+    """A feedback reply: every aspect ``score`` unless overridden."""
+    body = {a: {"score": overrides.get(a, score), "suggestion": f"improve {a}"} for a in ASPECTS}
+    body["total"] = total if total is not None else sum(v["score"] for v in body.values())
+    return json.dumps(body)
+
+
+def refined(text: str) -> str:
+    return json.dumps({"revised": text})
+
+
+class Router:
+    """A scripted LLM that answers by prompt kind; each kind's replies are consumed in order
+    (the last one repeats). Records every prompt per kind."""
+
+    def __init__(self, gen=(), feedback=(), refine=(), add=(), vanilla=()):
+        self.replies = {"gen": list(gen), "feedback": list(feedback), "refine": list(refine), "add": list(add),
+                        "vanilla": list(vanilla)}
+        self.prompts: dict[str, list[str]] = {k: [] for k in self.replies}
+
+    def kind(self, text: str) -> str:
+        for header, kind in ((GENERATE_HEADER, "gen"), (FEEDBACK_HEADER, "feedback"), (REFINE_HEADER, "refine"),
+                             (ADD_CITATION_HEADER, "add")):
+            if text.startswith(header):
+                return kind
+        return "vanilla"
+
+    def __call__(self, messages, kwargs) -> str:
+        kind = self.kind(str(messages[0].content))
+        self.prompts[kind].append(str(messages[-1].content))
+        seq = self.replies[kind]
+        i = len(self.prompts[kind]) - 1
+        return seq[min(i, len(seq) - 1)] if seq else ""
+
+    def n(self, kind: str) -> int:
+        return len(self.prompts[kind])
+
+
+def hash_embed(texts, spec="minilm"):
+    """Bag-of-words embeddings (L2-normalised) so ranking follows word overlap."""
+    out = np.zeros((len(texts), 256))
+    for i, t in enumerate(texts):
+        for w in re.findall(r"[a-z0-9]+", t.lower()):
+            out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % 256] += 1.0
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms == 0, 1, norms)
+
+
+@pytest.fixture(autouse=True)
+def _stub_embeddings(monkeypatch):
+    monkeypatch.setattr(citation_mod, "_embed", hash_embed)
+
+
+def make_verifier(fn) -> tuple[str, FunctionVerifier]:
+    """Register ``fn(premise, hypothesis) -> float`` as a stub verifier; returns (spec, verifier)."""
+    spec = f"stub:{uuid.uuid4().hex[:8]}"
+    v = FunctionVerifier(fn, spec=spec)
+    register_verifier(spec, v)
+    return spec, v
+
+
+def keyword_verifier(support: dict[str, list[str]]):
+    """Entailed when the premise contains any of the titles listed for a keyword in the hypothesis."""
+    seen: list[tuple[str, str]] = []
+
+    def fn(premise: str, hypothesis: str) -> float:
+        seen.append((premise, hypothesis))
+        for key, titles in support.items():
+            if key.lower() in hypothesis.lower():
+                return 1.0 if any(f"Title: {t}\n" in premise for t in titles) else 0.0
+        return 0.0
+
+    spec, v = make_verifier(fn)
+    return spec, v, seen
+
+
+def fixed_f1(values: list[float], calls: list | None = None):
+    """A stand-in for the evaluator's F1: returns the values in order (the last repeats)."""
+    it = {"i": 0}
+
+    def f(answer, verifier):
+        if calls is not None:
+            calls.append(answer)
+        v = values[min(it["i"], len(values) - 1)]
+        it["i"] += 1
+        return SimpleNamespace(recall=v, precision=v, f1=v, per_sentence=[])
+
+    return f
+
+
+@pytest.fixture
+def five_docs():
+    return [
+        Document(id="d1", title="Alpha", text="Alpha was founded in 1901 by Ann."),
+        Document(id="d2", title="Beta", text="Beta is a river in Chile."),
+        Document(id="d3", title="Gamma", text="Gamma won the 1990 prize."),
+        Document(id="d4", title="Delta", text="Delta is a city in Egypt."),
+        Document(id="d5", title="Epsilon", text="Epsilon is a letter used in mathematics."),
+        Document(id="d6", title="Zeta", text="Zeta is the sixth document and beyond the top five."),
+    ]
+
+
+def run(router: Router, docs, scripted, **ctx):
+    spec, model = scripted(router)
+    ctx.setdefault("verifier", make_verifier(lambda p, h: 1.0)[0])
+    context = RaacContext(llm=spec, **ctx)
+    out = build_graph("raac").invoke({"question": "What are they?", "documents": docs}, context=context)
+    return out["answer"], model
+
+
+def trace(router: Router, docs, scripted, **ctx):
+    """Run the graph and return the full final state (trace included)."""
+    spec, model = scripted(router)
+    ctx.setdefault("verifier", make_verifier(lambda p, h: 1.0)[0])
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    g = build_graph("raac", checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    g.invoke({"question": "What are they?", "documents": docs}, config=cfg, context=RaacContext(llm=spec, **ctx))
+    return g.get_state(cfg).values
+
+
+# --------------------------------------------------------------------------- TextAgent
+def test_stop_at_max_score(five_docs, scripted):
+    r = Router(gen=["Alpha was founded in 1901 [1]."], feedback=[fb(3)])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=5)
+    assert r.n("gen") == 1 and r.n("feedback") == 1 and r.n("refine") == 0
+    assert st["text_stop"] == "max score"
+    assert [x.total for x in st["rounds"]] == [18]
+    assert st["answer"].render() == "Alpha was founded in 1901 [1]."
+
+
+def test_stop_after_k_rounds_and_context_reaches_subgraph(five_docs, scripted):
+    r = Router(gen=["S1 Alpha [1]."], feedback=[fb(2)], refine=[refined("S2 Alpha [1]."), refined("S3 Alpha [1].")])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=3)
+    # k and llm come from the parent's Context: the subgraph used both
+    assert r.n("feedback") == 3 and r.n("refine") == 2
+    assert st["text_stop"] == "k=3 rounds"
+    assert [x.round for x in st["rounds"]] == [1, 2, 3]
+    assert [x.kind for x in st["rounds"]] == ["initial", "refine", "refine"]
+    # the refine prompt carries the previous summary and the suggestions
+    assert "S1 Alpha [1]." in r.prompts["refine"][0] and "improve citation_recall" in r.prompts["refine"][0]
+
+
+def test_best_of_k_not_the_last(five_docs, scripted):
+    r = Router(
+        gen=["First Alpha [1]."],
+        feedback=[fb(2), fb(3, citation_precision=2), fb(1)],  # totals 12, 17, 6
+        refine=[refined("Second Alpha was founded in 1901 [1]."), refined("Third Beta [2].")],
+    )
+    st = trace(r, five_docs, scripted, use_calibration=False, k=3)
+    assert [x.total for x in st["rounds"]] == [12, 17, 6]
+    assert st["draft"].render() == "Second Alpha was founded in 1901 [1]."
+    assert st["answer"].sentences[0].text.startswith("Second")
+    assert st["draft"].metadata["text_agent"]["best_round"] == 2
+
+
+def test_best_of_k_tie_goes_to_earliest(five_docs, scripted):
+    r = Router(gen=["First [1]."], feedback=[fb(2)], refine=[refined("Second [1].")])
+    st = trace(r, five_docs, scripted, use_calibration=False, use_citation_agent=False, k=2)
+    assert st["draft"].render() == "First [1]."
+
+
+def test_malformed_feedback_is_repaired(five_docs, scripted):
+    messy = ("Here is my review:\n```json\n{'Completeness': '3/3', 'Objectivity': 3, 'Specificity': [3, 'ok'], "
+             "'Length': {'rating': 3}, 'Citation Recall': {'score': 5, 'feedback': 'fine'}, "
+             "'Citation Precision': {'score': '3'}, 'Total': '18/18',}\n```")
+    r = Router(gen=["Alpha [1]."], feedback=[messy])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=4)
+    rnd = st["rounds"][0]
+    assert rnd.scores == {a: 3 for a in ASPECTS}  # 5 clamped to 3
+    assert rnd.reported_total == 18 and rnd.total == 18
+    assert st["text_stop"] == "max score" and r.n("feedback") == 1
+
+
+def test_garbage_feedback_retries_then_falls_back(five_docs, scripted):
+    r = Router(gen=["Alpha [1]."], feedback=["no idea", "still no json", "nope", fb(3)], refine=[refined("Beta [2].")])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=2)
+    first = st["rounds"][0]
+    assert first.total == 6 and any("fallback" in p for p in first.problems)
+    assert r.n("feedback") == 4  # 3 attempts for round 1, then round 2 parses
+    assert st["rounds"][1].total == 18
+    assert st["answer"].render() == "Beta [2]."
+
+
+def test_refine_failure_ends_loop(five_docs, scripted):
+    r = Router(gen=["Alpha [1]."], feedback=[fb(2)], refine=["garbage"])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=5)
+    assert st["text_stop"] == "refine failed" and r.n("feedback") == 1 and len(st["rounds"]) == 1
+
+
+# --------------------------------------------------------------------------- CitationAgent
+def test_subsets_enumeration_and_order():
+    subs = citation_mod.subsets([3, 1, 2])
+    assert len(subs) == 7
+    assert subs == [(1,), (2,), (3,), (1, 2), (1, 3), (2, 3), (1, 2, 3)]
+    assert len(citation_mod.subsets([5, 4, 3, 2, 1])) == 7  # at most the first 3 citations
+    assert citation_mod.subsets([5, 4, 3, 2, 1])[-1] == (3, 4, 5)
+
+
+def test_validator_simplifier_tie_break_and_single_scoring(five_docs, scripted):
+    # sentence A cites [3][1][2]: {1,2} and {3} entail -> minimum cardinality {3}
+    # sentence B cites [4][2]: {2} and {4} entail alone -> tie on size, smallest sum -> {2}
+    # sentence C cites [5]: nothing entails -> loses its citation (then Discovery)
+    def fn(p, h):
+        titles = set(re.findall(r"Title: (\w+)\n", p))
+        if h.startswith("Sentence A"):
+            return 1.0 if "Gamma" in titles or {"Alpha", "Beta"} <= titles else 0.0
+        if h.startswith("Sentence B"):
+            return 1.0 if titles & {"Beta", "Delta"} else 0.0
+        return 0.0
+
+    vspec, v = make_verifier(fn)
+    r = Router(gen=["Sentence A one [3][1][2]. Sentence B two [4][2]. Sentence C three [5]."], feedback=[fb(3)],
+               add=['{"citations": []}'])
+    st = trace(r, five_docs, scripted, use_calibration=False, verifier=vspec)
+    assert [s.citations for s in st["answer"].sentences] == [[3], [2], []]
+    recs = {x.sentence: x for x in st["validations"]}
+    assert len(recs[0].checks) == 7 and len(recs[1].checks) == 3 and len(recs[2].checks) == 1
+    assert recs[0].kept == [3] and recs[1].kept == [2] and recs[2].kept == []
+    assert recs[2].note == "no subset entails"
+    # one batched call for the Validator; each distinct pair scored exactly once
+    assert v.stats.batches == 1 and v.stats.pairs_scored == 11 and v.stats.cache_hits == 0
+    assert st["discoveries"][0].sentence == 2 and st["discoveries"][0].kept == []
+
+
+def test_more_than_three_citations_checks_first_three(five_docs, scripted):
+    vspec, v = make_verifier(lambda p, h: 1.0 if "Title: Beta\n" in p else 0.0)
+    r = Router(gen=["Many citations here [1][2][3][4]."], feedback=[fb(3)])
+    st = trace(r, five_docs, scripted, use_calibration=False, verifier=vspec)
+    rec = st["validations"][0]
+    assert len(rec.checks) == 7 and all(4 not in c.subset for c in rec.checks)
+    assert rec.kept == [2] and "first 3" in rec.note
+
+
+def test_discovery_rejects_out_of_range_and_non_candidate_ids(five_docs, scripted):
+    vspec, v, seen = keyword_verifier({"Chile": ["Beta"]})
+    r = Router(gen=["Beta is a river in Chile."], feedback=[fb(3)], add=['{"citations": [9, 0, "[2]", 5, 2]}'])
+    st = trace(r, five_docs, scripted, use_calibration=False, verifier=vspec, discovery_top_n=2)
+    d = st["discoveries"][0]
+    assert d.candidates[0] == 2 and len(d.candidates) == 2  # Beta ranks first by similarity
+    assert d.proposed == [9, 0, 2, 5, 2]
+    assert "outside the document set" in d.rejected["9"] and "outside the document set" in d.rejected["0"]
+    assert d.rejected["5"] == "not among the candidates shown"
+    assert d.verified is True and d.kept == [2]
+    assert st["answer"].sentences[0].citations == [2]
+    # the AddCitation prompt shows only the candidates
+    assert "Document [2](Title: Beta)" in r.prompts["add"][0] and "Document [6]" not in r.prompts["add"][0]
+
+
+def test_discovery_verification_flag(five_docs, scripted):
+    vspec, v = make_verifier(lambda p, h: 0.0)  # nothing entails
+    r = Router(gen=["Beta is a river in Chile."], feedback=[fb(3)], add=['{"citations": [2]}'])
+    st = trace(r, five_docs, scripted, use_calibration=False, verifier=vspec)
+    assert st["discoveries"][0].verified is False and st["answer"].sentences[0].citations == []
+    r = Router(gen=["Beta is a river in Chile."], feedback=[fb(3)], add=['{"citations": [2]}'])
+    st = trace(r, five_docs, scripted, use_calibration=False, verifier=vspec, verify_discovered=False)
+    assert st["discoveries"][0].verified is None and st["answer"].sentences[0].citations == [2]
+
+
+def test_discovery_garbage_reply_keeps_sentence_uncited(five_docs, scripted):
+    r = Router(gen=["Beta is a river in Chile."], feedback=[fb(3)], add=["I think document two"])
+    st = trace(r, five_docs, scripted, use_calibration=False)
+    # "I think document two" has no JSON: retried, then the empty fallback
+    assert st["answer"].sentences[0].citations == []
+    assert any("fallback" in p for p in st["discoveries"][0].problems)
+
+
+# --------------------------------------------------------------------------- Summary Calibration
+def test_gate_pass_when_f1_reaches_tau(five_docs, scripted, monkeypatch):
+    calls = []
+    monkeypatch.setattr(calibration_mod, "citation_f1", fixed_f1([0.9], calls))
+    r = Router(gen=["Alpha [1]. Beta [2]."], feedback=[fb(3)])
+    st = trace(r, five_docs, scripted, tau=0.8)
+    assert len(calls) == 1 and r.n("gen") == 1
+    c = st["calibrations"][0]
+    assert c.decision == "initial" and c.next == "finalize" and "tau" in c.reason
+
+
+def test_gate_accept_maps_dadp_citations_to_original_ids(five_docs, scripted, monkeypatch):
+    monkeypatch.setattr(calibration_mod, "citation_f1", fixed_f1([0.5, 0.7]))
+    r = Router(
+        # pass 0 on the top-5 docs cites 2, 4, 5 -> D_adp = [2, 4, 5] renumbered 1..3
+        gen=["Beta is a river [2]. Delta is a city [4]. Epsilon is a letter [5].",
+             "Beta is a river in Chile [1]. Epsilon is used in mathematics [3]."],
+        feedback=[fb(3)],
+    )
+    st = trace(r, five_docs, scripted, tau=0.8, max_calibration_rounds=1)
+    assert r.n("gen") == 2
+    p1 = r.prompts["gen"][1]
+    assert "Document [1](Title: Beta)" in p1 and "Document [2](Title: Delta)" in p1 and "Document [3](Title: Epsilon)" in p1
+    assert "Alpha" not in p1 and "Gamma" not in p1
+    assert [c.decision for c in st["calibrations"]] == ["initial", "accept"]
+    assert st["calibrations"][1].documents == [2, 4, 5]
+    ans = st["answer"]
+    assert [s.citations for s in ans.sentences] == [[2], [5]]  # D_adp [1],[3] -> original 2, 5
+    assert len(ans.documents) == 6 and ans.documents[4].id == "d5"  # the caller's full list
+    assert ans.metadata["raac"]["citation_f1"] == 0.7 and ans.metadata["raac"]["accepted_calibration_round"] == 1
+
+
+def test_gate_revert_keeps_previous(five_docs, scripted, monkeypatch):
+    monkeypatch.setattr(calibration_mod, "citation_f1", fixed_f1([0.5, 0.4]))
+    r = Router(gen=["Beta is a river [2]. Delta is a city [4].", "Delta only [2]."], feedback=[fb(3)])
+    st = trace(r, five_docs, scripted, max_calibration_rounds=3)
+    assert [c.decision for c in st["calibrations"]] == ["initial", "revert"]
+    assert st["calibrations"][1].next == "finalize"
+    assert st["answer"].render() == "Beta is a river [2]. Delta is a city [4]."
+    assert st["answer"].metadata["raac"]["accepted_calibration_round"] == 0
+    assert r.n("gen") == 2  # M=3 but the revert stops
+
+
+@pytest.mark.parametrize("m, passes", [(0, 1), (1, 2), (2, 3)])
+def test_calibration_rounds_bounded_by_m(five_docs, scripted, monkeypatch, m, passes):
+    f1 = fixed_f1([0.1, 0.2, 0.3, 0.4, 0.5])
+    monkeypatch.setattr(calibration_mod, "citation_f1", f1)
+    r = Router(gen=["A [1]. B [2]. C [3]. D [4].",     # pass 0: D_adp = [1, 2, 3, 4]
+                    "A [1]. B [2]. C [3].",           # pass 1: D_adp = [1, 2, 3]
+                    "A [1]. B [2].",                  # pass 2: D_adp = [1, 2]
+                    "A [1]."], feedback=[fb(3)])
+    st = trace(r, five_docs, scripted, max_calibration_rounds=m)
+    assert r.n("gen") == passes and len(st["calibrations"]) == passes
+    assert st["calibration_round"] == passes - 1
+    if m:
+        assert f"M={m}" in st["calibrations"][-1].reason
+
+
+def test_calibration_stops_when_dadp_unchanged(five_docs, scripted, monkeypatch):
+    monkeypatch.setattr(calibration_mod, "citation_f1", fixed_f1([0.1]))
+    r = Router(gen=["A [1]. B [2]. C [3]. D [4]. E [5]."], feedback=[fb(3)])
+    st = trace(r, five_docs, scripted, max_calibration_rounds=2)
+    assert r.n("gen") == 1 and "equals the current documents" in st["calibrations"][0].reason
+
+
+def test_top_docs_limits_the_prompt(five_docs, scripted):
+    r = Router(gen=["Zeta [6]. Alpha [1]."], feedback=[fb(3)])
+    st = trace(r, five_docs, scripted, use_calibration=False, use_citation_agent=False)
+    assert "Zeta" not in r.prompts["gen"][0] and len(st["working_documents"]) == 5
+    assert [s.citations for s in st["answer"].sentences] == [[], [1]]
+
+
+def test_real_metric_with_stub_verifier(five_docs, scripted):
+    pytest.importorskip("citegraph.eval.metrics")
+    vspec, v, _ = keyword_verifier({"river": ["Beta"], "city": ["Delta"]})
+    r = Router(gen=["Beta is a river [2]. Delta is a city [4]."], feedback=[fb(3)])
+    st = trace(r, five_docs, scripted, verifier=vspec)
+    c = st["calibrations"][0]
+    assert c.recall == 1.0 and c.precision == 1.0 and c.f1 == 1.0 and c.next == "finalize"
+    # the metric's premises equal the Validator's: nothing new was scored for recall
+    assert v.stats.pairs_scored == 2
+
+
+# --------------------------------------------------------------------------- ablations and registry
+def test_ablation_without_text_agent_uses_vanilla(five_docs, scripted):
+    r = Router(vanilla=["Alpha was founded in 1901 [1]."])
+    ans, _ = run(r, five_docs, scripted, use_text_agent=False, use_calibration=False)
+    assert r.n("vanilla") == 1 and r.n("gen") == 0 and r.n("feedback") == 0
+    assert "Instruction: Write an accurate" in r.prompts["vanilla"][0]
+    assert ans.render() == "Alpha was founded in 1901 [1]."
+
+
+def test_ablation_without_citation_agent_and_without_sc(five_docs, scripted, monkeypatch):
+    calls = []
+    monkeypatch.setattr(calibration_mod, "citation_f1", fixed_f1([0.0], calls))
+    vspec, v = make_verifier(lambda p, h: 0.0)
+    r = Router(gen=["Alpha [1][2]. Unsupported."], feedback=[fb(3)])
+    ans, _ = run(r, five_docs, scripted, use_citation_agent=False, use_calibration=False, verifier=vspec)
+    assert [s.citations for s in ans.sentences] == [[1, 2], []]
+    assert v.stats.pairs_scored == 0 and calls == [] and r.n("add") == 0
+    assert ans.metadata["raac"]["ablation"] == {"text_agent": True, "citation_agent": False, "calibration": False}
+
+
+def test_registry_context_and_langgraph_json():
+    from pathlib import Path
+
+    ctx = make_context("raac", k=1, tau=0.5)
+    assert isinstance(ctx, RaacContext) and ctx.k == 1 and ctx.max_calibration_rounds == 1 and ctx.top_docs == 5
+    assert all(desc for _, _, desc in RaacContext.describe())
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
+    assert cfg["graphs"]["raac"] == "./citegraph/graphs/raac.py:graph"
+    from citegraph.graphs.raac import graph
+
+    nodes = set(graph.get_graph(xray=1).nodes)
+    assert {"text_agent:feedback", "text_agent:refine", "citation_agent:validate", "assess"} <= nodes
+
+
+def test_answer_item_usage(five_docs, scripted, monkeypatch):
+    from citegraph.eval.datasets import Item
+    from citegraph.eval.runner import answer_item
+
+    monkeypatch.setattr(calibration_mod, "citation_f1", fixed_f1([1.0]))
+    spec, _ = scripted(Router(gen=["Alpha [1]."], feedback=[fb(3)]))
+    vspec, _ = make_verifier(lambda p, h: 1.0)
+    ans, usage = answer_item(build_graph("raac"), Item(id="x", question="Q", documents=five_docs),
+                             RaacContext(llm=spec, verifier=vspec))
+    assert usage["llm_calls"] == 2 and ans.render() == "Alpha [1]."
