@@ -106,3 +106,19 @@ def test_document_default_id_is_stable():
     b = Document(title="t", text="x")
     assert a.id and a.id == b.id
     assert Document(id=7, text="x").id == "7"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("A is true.[1] B is true.[2][3]", [("A is true.", [1]), ("B is true.", [2, 3])]),
+    ('He said "yes." [2] Then left [1].', [('He said "yes."', [2]), ("Then left.", [1])]),
+    ("- First point [1]\n- Second point [2]", [("- First point", [1]), ("- Second point", [2])]),
+    ("Mixed [1,3] and [2 - 3].", [("Mixed and.", [1, 3, 2])]),
+])
+def test_messy_forms(text, expected):
+    assert cites(text)[0] == expected
+
+
+@pytest.mark.parametrize("splitter", ["blingfire", "pysbd", "regex"])
+def test_trailing_citations_independent_of_splitter(splitter):
+    p = parse_cited_text("Paris is in France. [1][2] It is large. [3]", n_docs=5, splitter=splitter)
+    assert [(s.text, s.citations) for s in p.sentences] == [("Paris is in France.", [1, 2]), ("It is large.", [3])]

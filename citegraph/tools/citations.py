@@ -15,6 +15,7 @@ from citegraph.tools.sentences import split_sentences
 # one bracket group: [1], [1, 2], [1-3], [Doc 2], [1][2] are two groups
 CITE_GROUP = re.compile(r"\[\s*(?:(?:doc(?:ument)?|source|passage)\s*)?(\d+(?:\s*(?:[-–,;]|and)\s*(?:(?:doc(?:ument)?\s*)?\d+))*)\s*\]", re.I)
 _LEADING = re.compile(r"^(?:\s*" + CITE_GROUP.pattern + r")+", re.I)
+_TRAILING = re.compile(r"([.!?][\"')]?)((?:[ \t]*" + CITE_GROUP.pattern + r")+)", re.I)
 _MAX_RANGE = 20
 
 
@@ -74,7 +75,14 @@ def parse_cited_text(
     ``attach_trailing``: a citation group that starts a sentence (i.e. was written after the previous
     sentence's period) belongs to the previous sentence.
     """
-    raw = split_sentences(text or "", **({"splitter": splitter} if splitter else {}))
+    text = text or ""
+    # Citations written after the sentence's final punctuation ("... France. [1][2] It ..."):
+    # move them inside the sentence before it, or (ALCE's behaviour) start the next sentence with them.
+    if attach_trailing:
+        text = _TRAILING.sub(lambda m: " " + m.group(2).strip() + m.group(1), text)
+    else:
+        text = _TRAILING.sub(lambda m: m.group(1) + "\n" + m.group(2).strip() + " ", text)
+    raw = split_sentences(text, **({"splitter": splitter} if splitter else {}))
     # Normalise: the splitter may leave "[1]" groups at the start of the next sentence, or as a
     # sentence of their own. Move them to the previous sentence when asked to.
     pieces: list[list] = []  # [text, extra_ids]
