@@ -1,0 +1,129 @@
+"""GenerationPrograms (Wan et al., 2025): Context knobs and working state, including the full trace
+(source sentences, program text, parsed trees, typed parse errors, every module execution)."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from citegraph.state.base import BaseContext, InputState, OutputState, knob
+from citegraph.tools.program import ProgramError, ProgramTree
+
+
+@dataclass(kw_only=True)
+class GenProgContext(BaseContext):
+    """Knobs of GenerationPrograms."""
+
+    max_new_tokens: int = knob(400, "Maximum tokens per LLM call (planner, modules, pre-steps).")
+    relevance_filter: bool = knob(False, "Pre-step: ask the LLM whether each document is relevant; drop irrelevant ones (all kept if none is relevant).")
+    qfs_mode: str = knob("none", "Pre-step per document: none | extractive | abstractive | extract_then_generate (query-focused summarization, paper Fig. 8).")
+    qfs_sentences: int = knob(3, "Extractive QFS: how many sentences the LLM picks per document.")
+    max_source_sentences: int = knob(0, "Keep at most this many source sentences in the planner prompt, ranked by word overlap with the question (and answer, post-hoc); ids stay the original ones. 0 = all.")
+    refine: bool = knob(False, "Module-level refinement: check each module output against its inputs with the verifier; resample non-entailed ones.")
+    max_candidates: int = knob(5, "Refinement: at most this many candidates per module output (the original counts as the first).")
+    refine_temperature: float = knob(1.0, "Refinement: sampling temperature of the resampled candidates.")
+    entailment_threshold: float = knob(0.5, "Refinement: P(entailed) needed to accept a module output.")
+    review_program: bool = knob(False, "Human review: interrupt() after planning with the parsed program; resume with edited program text (or nothing to accept). Needs a checkpointer.")
+    plan_attempts: int = knob(2, "Planner calls allowed until at least one valid program line is parsed.")
+    module_with_question: bool = knob(False, "Show the question to the paraphrase/compression/fusion modules.")
+
+
+QfsMode = Literal["none", "extractive", "abstractive", "extract_then_generate"]
+QFS_MODES = ("none", "extractive", "abstractive", "extract_then_generate")
+
+
+class SourceSentence(BaseModel):
+    """A sentence the planner may reference by ``sid``.
+
+    Verbatim source sentences carry their own id in ``origins``; sentences written by an abstractive
+    pre-step are not verbatim and point to the verbatim sentences they were generated from (possibly
+    none, then only their document is cited)."""
+
+    sid: str
+    doc: int = Field(description="1-based index into the caller's documents.")
+    text: str
+    verbatim: bool = True
+    origins: list[str] = Field(default_factory=list)
+
+
+class ModuleExecution(BaseModel):
+    """One executed module call (the trace that makes the attribution inspectable)."""
+
+    tree: int = Field(description="Index of the tree (answer sentence) in the parsed program.")
+    path: str = Field(description="Position in the tree, '0' is the root, '0.1' its second argument.")
+    fn: str
+    instruction: str | None = None
+    inputs: list[str] = Field(default_factory=list)
+    leaves: list[str] = Field(default_factory=list, description="Source-sentence ids below this call.")
+    output: str = ""
+    candidates: list[str] = Field(default_factory=list, description="All candidates tried (refinement).")
+    entailed_before: bool | None = Field(default=None, description="Was the first output entailed by the inputs (refinement only).")
+    entailed_after: bool | None = Field(default=None, description="Is the kept output entailed by the inputs (refinement only).")
+    score_before: float | None = None
+    score_after: float | None = None
+    fallback: str | None = Field(default=None, description="Why the output is not the LLM's (empty output → input kept).")
+
+
+class TreeResult(BaseModel):
+    tree: int
+    line: int
+    output: str
+    leaves: list[str]
+
+
+class TreeTask(BaseModel):
+    """Payload of one Send: execute one tree."""
+
+    tree: int
+    program_tree: ProgramTree
+    question: str = ""
+    sources: dict[str, str] = Field(default_factory=dict)
+
+
+class GenProgState(InputState, OutputState):
+    """Working state of GenerationPrograms."""
+
+    sources: list[SourceSentence] = Field(default_factory=list, description="Source sentences with global ids S1..Sn.")
+    dropped_documents: list[int] = Field(default_factory=list, description="Documents the relevance filter removed (1-based).")
+    prestep_notes: list[str] = Field(default_factory=list, description="What the pre-steps did (and what they rejected).")
+    passages: str = Field(default="", description="The 'Passage i:' blocks shown to the planner.")
+    program_prompt: str = ""
+    program_text: str = Field(default="", description="The program as the planner wrote it (or as the reviewer edited it).")
+    plan_attempts: int = 0
+    trees: list[ProgramTree] = Field(default_factory=list, description="Parsed, validated program trees.")
+    program_errors: list[ProgramError] = Field(default_factory=list, description="Typed errors of dropped program lines.")
+    reviewed: bool = False
+    executions: Annotated[list[ModuleExecution], operator.add] = Field(default_factory=list)
+    results: Annotated[list[TreeResult], operator.add] = Field(default_factory=list)
+    entailment_rate_before: float | None = None
+    entailment_rate_after: float | None = None
+
+
+class GenProgPosthocInput(InputState):
+    """Post-hoc attribution input: an existing answer to attribute to the documents."""
+
+    answer_text: str = Field(description="The answer to attribute (split into sentences).")
+
+
+class GenProgPosthocState(GenProgState):
+    answer_text: str = ""
+    answer_sentences: list[str] = Field(default_factory=list)
+    tree_sentence: list[int] = Field(default_factory=list, description="For each tree, the 0-based answer sentence it reconstructs.")
+
+
+def as_dict(obj: Any) -> Any:
+    return obj.model_dump() if isinstance(obj, BaseModel) else obj
+
+
+@dataclass(kw_only=True)
+class GenProgPosthocContext(BaseContext):
+    """Knobs of post-hoc GenerationPrograms attribution (the planner reconstructs a given answer)."""
+
+    max_new_tokens: int = knob(400, "Maximum tokens per planner call.")
+    per_sentence: bool = knob(True, "One planner call per answer sentence (unambiguous mapping); False: one program for the whole answer, bullets mapped in order.")
+    max_source_sentences: int = knob(0, "Keep at most this many source sentences in the prompt, ranked by word overlap with the question and answer (ids stay the original ones). 0 = all.")
+    plan_attempts: int = knob(2, "Planner calls allowed (per sentence when per_sentence) until a valid program line is parsed.")
+    review_program: bool = knob(False, "Human review: interrupt() after planning; resume with edited program text (or nothing to accept). Needs a checkpointer.")

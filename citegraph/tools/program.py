@@ -1,0 +1,377 @@
+"""Safe parser for GenerationPrograms (Wan et al., 2025) program text.
+
+A program is a bullet list, one bullet per output sentence, each a nested call of the text
+modules ``paraphrase(x, instruction=...)``, ``compression(x, instruction=...)``,
+``fusion(x1, x2, ..., instruction=...)`` and ``extract(x)``, whose arguments are source-sentence
+ids (``S12``) or further calls::
+
+    - fusion(compression(S2, instruction="Keep the date."), S7, instruction="Combine the facts.")
+    - extract(S4)
+
+Safety: the text is only ever given to :func:`ast.parse` and the resulting tree is *walked* against
+a whitelist (function names and arity, the single keyword ``instruction`` with a string constant,
+ids that exist). Nothing is ever passed to ``eval``, ``exec`` or ``compile``; anything outside the
+whitelist (attribute access, lambdas, comprehensions, subscripts, ``**kwargs`` …) becomes a typed
+:class:`ProgramError`. Depth, size and line length are bounded *before* parsing, so hostile nesting
+yields an error instead of a ``RecursionError``.
+
+Common malformations are repaired first: code fences, a leading ``python`` line, bullets and
+markdown bold, a trailing period or comma, unbalanced parentheses, and the
+``f(x)), instruction=...`` slip. Invalid bullets are dropped, each with a recorded error.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: function name -> (min positional args, max positional args or None)
+FUNCTIONS: dict[str, tuple[int, int | None]] = {
+    "paraphrase": (1, 1),
+    "compression": (1, 1),
+    "fusion": (2, None),
+    "extract": (1, 1),
+}
+#: modules that call the LLM (``extract`` copies its input verbatim)
+LLM_MODULES = frozenset({"paraphrase", "compression", "fusion"})
+
+MAX_DEPTH = 8  # nesting of calls in one tree
+MAX_NODES = 64  # calls + ids in one tree
+MAX_ARGS = 16  # positional arguments of one call
+MAX_LINE_CHARS = 4000
+MAX_TREES = 64
+MAX_INSTRUCTION_CHARS = 1000
+
+ErrorKind = Literal[
+    "empty",  # no program text at all
+    "not_a_call",  # a line that is not a module call (prose, assignment, tuple, …)
+    "syntax",  # not parseable even after repairs
+    "unknown_function",  # a call to anything but the four modules (or a non-name callee)
+    "arity",  # wrong number of positional arguments
+    "bad_keyword",  # a keyword other than instruction=, or **kwargs
+    "bad_instruction",  # instruction that is not a string constant (or too long)
+    "bad_argument",  # an argument that is neither an id nor a call (attribute, lambda, …)
+    "unknown_id",  # a sentence id that does not exist
+    "too_deep",  # nesting beyond MAX_DEPTH
+    "too_large",  # too many nodes / arguments / characters / trees
+]
+
+_ID = re.compile(r"^[Ss](\d{1,7})$")
+
+
+class SentenceRef(BaseModel):
+    """A leaf: a source sentence by its global id (``S12``)."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["ref"] = "ref"
+    id: str
+
+    def render(self) -> str:
+        return self.id
+
+
+class Call(BaseModel):
+    """A module call: ``fn(*args, instruction=...)``."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["call"] = "call"
+    fn: str
+    args: list[Annotated[Union["Call", SentenceRef], Field(discriminator="kind")]]
+    instruction: str | None = None
+
+    def render(self) -> str:
+        parts = [a.render() for a in self.args]
+        if self.instruction is not None:
+            parts.append(f"instruction={self.instruction!r}")
+        return f"{self.fn}({', '.join(parts)})"
+
+
+Node = Annotated[Union[Call, SentenceRef], Field(discriminator="kind")]
+Call.model_rebuild()
+
+
+class ProgramError(BaseModel):
+    """A typed, recorded reason why a program line was dropped."""
+
+    kind: ErrorKind
+    message: str
+    line: int = Field(description="1-based line number in the program text (0: whole program).")
+    text: str = Field(default="", description="The offending line (truncated).")
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.kind}: {self.message}"
+
+
+class ProgramTree(BaseModel):
+    """One parsed bullet: the root call, where it came from, and whether it needed repair."""
+
+    line: int
+    source: str
+    root: Node
+    repaired: bool = False
+
+    def leaves(self) -> list[str]:
+        return leaf_ids(self.root)
+
+    def render(self) -> str:
+        return render_node(self.root)
+
+
+class ParsedProgram(BaseModel):
+    trees: list[ProgramTree] = Field(default_factory=list)
+    errors: list[ProgramError] = Field(default_factory=list)
+
+    def render(self) -> str:
+        """The valid part of the program, one bullet per tree (re-parseable)."""
+        return "\n".join(f"- {t.render()}" for t in self.trees)
+
+
+class _Invalid(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+# ----------------------------------------------------------------------------- tree helpers
+def render_node(node: Call | SentenceRef) -> str:
+    return node.render()
+
+
+def leaf_ids(node: Call | SentenceRef) -> list[str]:
+    """Sentence ids of the leaves, left to right, deduplicated (iterative: no recursion limit)."""
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, SentenceRef):
+            if n.id not in out:
+                out.append(n.id)
+        else:
+            stack.extend(reversed(n.args))
+    return out
+
+
+def post_order(node: Call | SentenceRef) -> list[tuple[str, Call | SentenceRef]]:
+    """``(path, node)`` in post-order (children before parents); path like ``"0.1"``."""
+    out: list[tuple[str, Call | SentenceRef]] = []
+    stack: list[tuple[str, Call | SentenceRef, bool]] = [("0", node, False)]
+    while stack:
+        path, n, expanded = stack.pop()
+        if isinstance(n, SentenceRef) or expanded:
+            out.append((path, n))
+            continue
+        stack.append((path, n, True))
+        for i in reversed(range(len(n.args))):
+            stack.append((f"{path}.{i}", n.args[i], False))
+    return out
+
+
+def depth(node: Call | SentenceRef) -> int:
+    best, stack = 0, [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        if isinstance(n, Call):
+            best = max(best, d)
+            stack.extend((a, d + 1) for a in n.args)
+    return best
+
+
+# ----------------------------------------------------------------------------- cleaning
+_FENCE_RE = re.compile(r"```[a-zA-Z]*")
+_BULLET_RE = re.compile(r"^\s*(?:[-*•]+|\d{1,3}[.)]|\(\d{1,3}\))\s*")
+_LABEL_RE = re.compile(r"^\s*(?:sentence\s*\d+|output|program|answer)\s*[:=]\s*", re.I)
+
+
+def _clean_lines(text: str) -> list[tuple[int, str]]:
+    """Strip fences, ``python`` markers, bullets and markdown; return (line number, line)."""
+    out = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = _FENCE_RE.sub("", raw).replace("`", "").strip()
+        if line.lower() in ("python", "py", "output:", "program:", ""):
+            continue
+        line = _BULLET_RE.sub("", line, count=1)
+        line = re.sub(r"^\*\*|\*\*$", "", line).strip()  # markdown bold around the call
+        line = _BULLET_RE.sub("", line, count=1)
+        if line.lower().startswith("python "):
+            line = line[7:].strip()
+        line = _LABEL_RE.sub("", line, count=1).strip()
+        if line:
+            out.append((n, line))
+    return out
+
+
+def _paren_balance(s: str) -> tuple[int, int]:
+    """(max nesting depth, final balance) of round brackets outside string literals."""
+    depth_now = best = 0
+    quote: str | None = None
+    esc = False
+    for ch in s:
+        if quote:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == quote:
+                quote = None
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth_now += 1
+            best = max(best, depth_now)
+        elif ch in ")]}":
+            depth_now -= 1
+    return best, depth_now
+
+
+def _repairs(line: str) -> list[str]:
+    """Candidate repairs of a line, most conservative first."""
+    cands = [line]
+    s = line.rstrip().rstrip(".,;")
+    cands.append(s)
+    fixed = re.sub(r"\)\)\s*,\s*instruction", "), instruction", s)
+    if fixed != s:  # the common slip: the inner call closed twice before instruction=
+        _, b2 = _paren_balance(fixed)
+        cands.append(fixed + ")" * b2 if b2 > 0 else fixed)
+    _, bal = _paren_balance(s)
+    if bal > 0:
+        cands.append(s + ")" * bal)
+    elif bal < 0:
+        t = s
+        for _ in range(-bal):
+            if t.endswith(")"):
+                t = t[:-1].rstrip()
+        cands.append(t)
+    if s.count('"') % 2 == 1:  # an unclosed instruction string
+        t = s + '"'
+        _, b3 = _paren_balance(t)
+        cands.append(t + ")" * max(b3, 0))
+    seen, uniq = set(), []
+    for c in cands:
+        if c not in seen:
+            seen.add(c)
+            uniq.append(c)
+    return uniq
+
+
+# ----------------------------------------------------------------------------- validation
+def _convert(node: ast.AST, valid: set[str] | None, level: int, budget: list[int]) -> Call | SentenceRef:
+    budget[0] += 1
+    if budget[0] > MAX_NODES:
+        raise _Invalid("too_large", f"more than {MAX_NODES} calls and ids in one sentence")
+    if isinstance(node, ast.Name) or (isinstance(node, ast.Constant) and isinstance(node.value, str) and _ID.match(node.value.strip())):
+        name = node.id if isinstance(node, ast.Name) else node.value.strip()
+        m = _ID.match(name)
+        if not m:
+            raise _Invalid("bad_argument", f"{name!r} is not a sentence id (expected S<number>)")
+        sid = f"S{int(m.group(1))}"
+        if valid is not None and sid not in valid:
+            raise _Invalid("unknown_id", f"sentence id {sid} does not exist")
+        return SentenceRef(id=sid)
+    if not isinstance(node, ast.Call):
+        raise _Invalid("bad_argument", f"argument of type {type(node).__name__} is not allowed (only ids and module calls)")
+    if level > MAX_DEPTH:
+        raise _Invalid("too_deep", f"calls nested deeper than {MAX_DEPTH}")
+    if not isinstance(node.func, ast.Name):
+        raise _Invalid("unknown_function", f"callee of type {type(node.func).__name__} is not allowed")
+    fn = node.func.id
+    if fn not in FUNCTIONS:
+        raise _Invalid("unknown_function", f"{fn!r} is not a module (allowed: {', '.join(FUNCTIONS)})")
+    instruction: str | None = None
+    for kw in node.keywords:
+        if kw.arg != "instruction":
+            raise _Invalid("bad_keyword", "**kwargs is not allowed" if kw.arg is None else f"keyword {kw.arg!r} is not allowed (only instruction=)")
+        v = kw.value
+        if isinstance(v, ast.Constant) and v.value is None:
+            instruction = None
+        elif isinstance(v, ast.Constant) and isinstance(v.value, str):
+            if len(v.value) > MAX_INSTRUCTION_CHARS:
+                raise _Invalid("bad_instruction", f"instruction longer than {MAX_INSTRUCTION_CHARS} characters")
+            instruction = v.value.strip() or None
+        else:
+            raise _Invalid("bad_instruction", f"instruction must be a string constant, not {type(v).__name__}")
+    lo, hi = FUNCTIONS[fn]
+    if any(isinstance(a, ast.Starred) for a in node.args):
+        raise _Invalid("bad_argument", "*args is not allowed")
+    n = len(node.args)
+    if n > MAX_ARGS:
+        raise _Invalid("too_large", f"{fn} has {n} arguments (max {MAX_ARGS})")
+    if n < lo or (hi is not None and n > hi):
+        want = f"exactly {lo}" if hi == lo else f"at least {lo}"
+        raise _Invalid("arity", f"{fn} takes {want} positional argument(s), got {n}")
+    args = [_convert(a, valid, level + 1, budget) for a in node.args]
+    return Call(fn=fn, args=args, instruction=instruction)
+
+
+def _parse_line(line: str, valid: set[str] | None) -> tuple[Call, bool]:
+    """Parse one cleaned line into a root Call; raises _Invalid. Returns (root, repaired)."""
+    if len(line) > MAX_LINE_CHARS:
+        raise _Invalid("too_large", f"line longer than {MAX_LINE_CHARS} characters")
+    max_depth, _ = _paren_balance(line)
+    if max_depth > MAX_DEPTH * 2 + 2:  # cheap pre-check: never hand absurd nesting to the parser
+        raise _Invalid("too_deep", f"brackets nested {max_depth} deep (max {MAX_DEPTH} calls)")
+    last: _Invalid | None = None
+    for i, cand in enumerate(_repairs(line)):
+        try:
+            tree = ast.parse(cand, mode="eval")
+        except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError) as e:
+            last = _Invalid("syntax", f"{type(e).__name__}: {getattr(e, 'msg', None) or e}")
+            continue
+        body = tree.body
+        if isinstance(body, ast.Name) or (isinstance(body, ast.Constant) and isinstance(body.value, str)):
+            # a bare id: read as extract(id)
+            ref = _convert(body, valid, 1, [0])
+            if isinstance(ref, SentenceRef):
+                return Call(fn="extract", args=[ref]), True
+        if not isinstance(body, ast.Call):
+            raise _Invalid("not_a_call", f"expected a module call, got {type(body).__name__}")
+        try:
+            root = _convert(body, valid, 1, [0])
+        except RecursionError:
+            raise _Invalid("too_deep", "nesting too deep") from None
+        return root, i > 0  # type: ignore[return-value]
+    raise last or _Invalid("syntax", "unparseable")
+
+
+def _looks_like_program(line: str) -> bool:
+    return "(" in line or bool(re.search(r"\b[Ss]\d+\b", line))
+
+
+def parse_program(text: str | None, valid_ids=None) -> ParsedProgram:
+    """Parse program text into trees. Never raises for any input string; never executes it.
+
+    ``valid_ids``: the sentence ids that exist (``None``: any ``S<n>`` is accepted).
+    Every line that is dropped leaves a :class:`ProgramError` in ``errors``.
+    """
+    out = ParsedProgram()
+    valid = None if valid_ids is None else {str(v) for v in valid_ids}
+    if not isinstance(text, str) or not text.strip():
+        out.errors.append(ProgramError(kind="empty", message="the program is empty", line=0))
+        return out
+    for n, line in _clean_lines(text):
+        snippet = line[:200]
+        if not _looks_like_program(line):
+            out.errors.append(ProgramError(kind="not_a_call", message="not a module call (prose ignored)", line=n, text=snippet))
+            continue
+        if len(out.trees) >= MAX_TREES:
+            out.errors.append(ProgramError(kind="too_large", message=f"more than {MAX_TREES} sentences", line=n, text=snippet))
+            continue
+        try:
+            root, repaired = _parse_line(line, valid)
+        except _Invalid as e:
+            out.errors.append(ProgramError(kind=e.kind, message=e.message, line=n, text=snippet))  # type: ignore[arg-type]
+            continue
+        except RecursionError:
+            out.errors.append(ProgramError(kind="too_deep", message="nesting too deep", line=n, text=snippet))
+            continue
+        except (MemoryError, ValueError, TypeError) as e:  # defensive: any parser failure is typed
+            out.errors.append(ProgramError(kind="syntax", message=f"{type(e).__name__}: {e}"[:300], line=n, text=snippet))
+            continue
+        out.trees.append(ProgramTree(line=n, source=line, root=root, repaired=repaired))
+    if not out.trees and not out.errors:
+        out.errors.append(ProgramError(kind="empty", message="the program has no module calls", line=0))
+    return out

@@ -1,0 +1,288 @@
+"""GenerationPrograms graphs with a scripted LLM: planning, nesting, trace attribution, refinement
+(stub verifier), review interrupt/resume (MemorySaver), pre-steps and post-hoc attribution."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.types import Command
+
+from citegraph.graphs.registry import build_graph, make_context
+from citegraph.state import Document
+from citegraph.state.genprog import GenProgContext, GenProgPosthocContext
+
+DOCS = [
+    Document(id="a", title="Alpha", text="Alpha was founded in 1901 by Ann. It is based in Paris."),
+    Document(id="b", title="Beta", text="Beta is a river in Chile."),
+    Document(id="c", title="Gamma", text="Gamma won the 1990 prize. Gamma has red leaves."),
+]
+# S1 Alpha founded / S2 Paris (doc 1); S3 Beta river (doc 2); S4 Gamma prize / S5 red leaves (doc 3)
+
+
+def router(program: str, modules: dict[str, str] | None = None, **other):
+    """A scripted LLM that answers by prompt type; module replies keyed by the module's first word."""
+    modules = modules or {}
+
+    def reply(messages, kwargs):
+        text = messages[-1].content
+        if "**YOUR TASK**" in text:
+            return program if isinstance(program, str) else program(text, kwargs)
+        for key, val in other.items():
+            if key in text:
+                return val(text, kwargs) if callable(val) else val
+        first = text.split()[0]
+        val = modules.get(first, "")
+        return val(text, kwargs) if callable(val) else val
+
+    return reply
+
+
+def run(scripted, script, **ctx):
+    spec, model = scripted(script)
+    out = build_graph("genprog").invoke({"question": "What are Alpha and Beta?", "documents": DOCS},
+                                        context=GenProgContext(llm=spec, **ctx))
+    return out["answer"], model
+
+
+def test_planning_nesting_and_trace_attribution(scripted):
+    program = ('```python\n'
+               '- fusion(compression(S1, instruction="Keep the year."), S3, instruction="Join.")\n'
+               '- paraphrase(extract(S4))\n```')
+    ans, model = run(scripted, router(program, {
+        "Compress": "Output: Alpha was founded in 1901.",
+        "Fuse": "Alpha dates from 1901 and Beta is a Chilean river.",
+        "Paraphrase": '"Gamma received the 1990 prize."',
+    }))
+    assert [s.text for s in ans.sentences] == ["Alpha dates from 1901 and Beta is a Chilean river.",
+                                               "Gamma received the 1990 prize."]
+    assert [s.citations for s in ans.sentences] == [[1, 2], [3]]
+    ev = ans.sentences[0].evidence
+    assert [(e.doc, e.sentence_id, e.text) for e in ev] == [
+        (1, "S1", "Alpha was founded in 1901 by Ann."), (2, "S3", "Beta is a river in Chile.")]
+    assert ans.sentences[1].evidence[0].sentence_id == "S4"
+    assert ans.metadata["method"] == "genprog" and ans.warnings == []
+    assert ans.metadata["modules"] == 4 and ans.metadata["llm_modules"] == 3
+    # the planner saw the passages with global ids, the modules saw the right inputs and instruction
+    prompts = [c["messages"][-1].content for c in model.calls]
+    plan_prompt = next(p for p in prompts if "**YOUR TASK**" in p)
+    assert "Passage 1:\nS1: Alpha was founded in 1901 by Ann.\nS2: It is based in Paris." in plan_prompt
+    assert "Passage 3:\nS4: Gamma won the 1990 prize." in plan_prompt
+    fuse = next(p for p in prompts if p.startswith("Fuse"))
+    assert "Alpha was founded in 1901.\nBeta is a river in Chile." in fuse and "Join." in fuse
+    para = next(p for p in prompts if p.startswith("Paraphrase"))
+    assert "Gamma won the 1990 prize." in para and "**Instruction**" not in para
+
+
+def test_module_trace_in_state(scripted):
+    spec, _ = scripted(router("- fusion(paraphrase(S2), S5)", {"Paraphrase": "Alpha is in Paris.", "Fuse": "F."}))
+    g = build_graph("genprog", checkpointer=MemorySaver())
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    g.invoke({"question": "Q", "documents": DOCS}, cfg, context=GenProgContext(llm=spec))
+    st = g.get_state(cfg).values
+    ex = sorted(st["executions"], key=lambda e: e.path)
+    assert [(e.path, e.fn, e.inputs, e.output) for e in ex] == [
+        ("0", "fusion", ["Alpha is in Paris.", "Gamma has red leaves."], "F."),
+        ("0.0", "paraphrase", ["It is based in Paris."], "Alpha is in Paris."),
+    ]
+    assert ex[0].leaves == ["S2", "S5"] and st["trees"][0].leaves() == ["S2", "S5"]
+    assert st["program_text"] == "- fusion(paraphrase(S2), S5)"
+
+
+def test_invalid_trees_are_dropped_with_typed_errors_every_sentence_cited(scripted):
+    program = ("Here you go:\n- __import__('os').system('touch /tmp/genprog_pwned')\n- paraphrase(S42)\n"
+               "- compression(S2\n- fusion(S3)")
+    ans, _ = run(scripted, router(program, {"Compress": "Alpha is in Paris."}))
+    assert [s.text for s in ans.sentences] == ["Alpha is in Paris."]
+    assert all(s.citations for s in ans.sentences)
+    kinds = [e["kind"] for e in ans.metadata["program_errors"]]
+    assert kinds == ["not_a_call", "unknown_function", "unknown_id", "arity"]
+    assert len(ans.warnings) == 4 and "unknown_id" in ans.warnings[2]
+
+
+def test_planner_retry_then_empty_answer_with_errors(scripted):
+    calls = []
+
+    def prog(text, kwargs):
+        calls.append(kwargs.get("temperature"))
+        return "I cannot write a program."
+
+    ans, _ = run(scripted, router(prog), plan_attempts=2)
+    assert ans.sentences == [] and len(calls) == 2 and calls[1] == 0.7
+    assert [e["kind"] for e in ans.metadata["program_errors"]] == ["not_a_call", "not_a_call"]
+
+
+def test_empty_module_output_falls_back_to_input(scripted):
+    ans, _ = run(scripted, router("- compression(S3)", {"Compress": ""}))
+    assert ans.sentences[0].text == "Beta is a river in Chile." and ans.sentences[0].citations == [2]
+
+
+def test_refinement_resamples_until_entailed(scripted):
+    from citegraph.tools.verifier import FunctionVerifier, register_verifier
+
+    vspec = f"stub:{uuid.uuid4().hex[:6]}"
+    register_verifier(vspec, FunctionVerifier(lambda p, h: 0.0 if "WRONG" in h else 1.0, spec=vspec))
+    temps = []
+
+    def compress(text, kwargs):
+        temps.append(kwargs.get("temperature"))
+        return ["WRONG one.", "WRONG two.", "Beta is a river."][min(len(temps) - 1, 2)]
+
+    ans, _ = run(scripted, router("- compression(S3)\n- extract(S1)\n- paraphrase(S4)", {
+        "Compress": compress, "Paraphrase": "Gamma won a prize in 1990."}), refine=True, verifier=vspec)
+    assert ans.sentences[0].text == "Beta is a river."
+    assert temps == [0.0, 1.0, 1.0]
+    assert ans.metadata["entailment_rate_before"] == 0.5  # compression failed, paraphrase passed
+    assert ans.metadata["entailment_rate_after"] == 1.0
+
+
+def test_refinement_keeps_first_candidate_when_none_entailed(scripted):
+    from citegraph.tools.verifier import FunctionVerifier, register_verifier
+
+    vspec = f"stub:{uuid.uuid4().hex[:6]}"
+    register_verifier(vspec, FunctionVerifier(lambda p, h: 0.1, spec=vspec))
+    n = []
+
+    def para(text, kwargs):
+        n.append(1)
+        return f"Candidate {len(n)}."
+
+    spec, _ = scripted(router("- paraphrase(S3)", {"Paraphrase": para}))
+    g = build_graph("genprog", checkpointer=MemorySaver())
+    cfg = {"configurable": {"thread_id": "r"}}
+    out = g.invoke({"question": "Q", "documents": DOCS}, cfg,
+                   context=GenProgContext(llm=spec, refine=True, verifier=vspec, max_candidates=5))
+    assert out["answer"].sentences[0].text == "Candidate 1."
+    ex = g.get_state(cfg).values["executions"][0]
+    assert len(ex.candidates) == 5 and ex.entailed_before is False and ex.entailed_after is False
+    assert out["answer"].metadata["entailment_rate_after"] == 0.0
+
+
+def test_review_interrupt_and_resume_with_edited_program(scripted):
+    spec, model = scripted(router("- paraphrase(S1)", {"Paraphrase": "P.", "Compress": "Gamma won in 1990."}))
+    g = build_graph("genprog", checkpointer=MemorySaver())
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    ctx = GenProgContext(llm=spec, review_program=True)
+    out = g.invoke({"question": "Q", "documents": DOCS}, cfg, context=ctx)
+    intr = out["__interrupt__"][0].value
+    assert intr["program"] == "- paraphrase(S1)" and intr["parsed"] == "- paraphrase(S1)"
+    assert intr["sources"]["S4"] == "Gamma won the 1990 prize."
+    assert not any(c["messages"][-1].content.startswith("Paraphrase") for c in model.calls)  # nothing executed yet
+    out = g.invoke(Command(resume="- compression(S4)\n- bogus(S1)"), cfg, context=ctx)
+    ans = out["answer"]
+    assert [(s.text, s.citations) for s in ans.sentences] == [("Gamma won in 1990.", [3])]
+    assert ans.metadata["reviewed"] and ans.metadata["program"].startswith("- compression(S4)")
+    assert [e["kind"] for e in ans.metadata["program_errors"]] == ["unknown_function"]
+
+
+def test_review_resume_accepts_program(scripted):
+    spec, _ = scripted(router("- paraphrase(S1)", {"Paraphrase": "Alpha began in 1901."}))
+    g = build_graph("genprog", checkpointer=MemorySaver())
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    ctx = GenProgContext(llm=spec, review_program=True)
+    g.invoke({"question": "Q", "documents": DOCS}, cfg, context=ctx)
+    out = g.invoke(Command(resume="accept"), cfg, context=ctx)  # (resume=None trips a langgraph bug)
+    assert [(s.text, s.citations) for s in out["answer"].sentences] == [("Alpha began in 1901.", [1])]
+
+
+def test_relevance_filter_and_extractive_qfs_keep_only_verbatim_sentences(scripted):
+    def relevance(text, kwargs):
+        return "No" if "Gamma" in text.split("Document (Title:")[1] else "Yes"
+
+    def pick(text, kwargs):
+        if "Title: Alpha" in text:  # one verbatim, one hallucinated, one verbatim with a bullet
+            return "It is based in Paris.\nAlpha is very old.\n- Alpha was founded in 1901 by Ann."
+        return "Beta is a long river."  # not verbatim: rejected
+
+    seen = {}
+
+    def prog(text, kwargs):
+        seen["prompt"] = text
+        return "- extract(S1)\n- extract(S5)"
+
+    ans, _ = run(scripted, router(prog, {}, **{'Answer "Yes" or "No"': relevance, "select the": pick}),
+                 relevance_filter=True, qfs_mode="extractive", qfs_sentences=2)
+    p = seen["prompt"].split("**YOUR TASK**")[1]
+    assert "S1: Alpha was founded" in p and "S2: It is based in Paris." in p
+    assert "S3:" not in p and "Gamma" not in p
+    assert [(s.text, s.citations) for s in ans.sentences] == [("Alpha was founded in 1901 by Ann.", [1])]
+    assert [e["kind"] for e in ans.metadata["program_errors"]] == ["unknown_id"]  # S5 was filtered out
+    assert ans.metadata["dropped_documents"] == [3]
+    assert any("rejected 1" in n for n in ans.metadata["prestep_notes"])
+
+
+def test_extract_then_generate_cites_through_origins(scripted):
+    def pick(text, kwargs):
+        return "Beta is a river in Chile." if "Title: Beta" in text else "nothing verbatim"
+
+    def prog(text, kwargs):
+        return "- extract(S6)"  # the first generated summary sentence (ids continue after S5)
+
+    ans, _ = run(scripted, router(prog, {"Write": "Beta flows through Chile."}, **{"select the": pick}),
+                 qfs_mode="extract_then_generate", qfs_sentences=1)
+    s = ans.sentences[0]
+    assert s.text == "Beta flows through Chile." and s.citations == [2]
+    assert [(e.sentence_id, e.text) for e in s.evidence] == [("S3", "Beta is a river in Chile.")]
+
+
+def test_bad_qfs_mode_is_input_error(scripted):
+    from citegraph.errors import InputError
+
+    with pytest.raises(InputError):
+        run(scripted, router("- extract(S1)"), qfs_mode="bogus")
+
+
+# ----------------------------------------------------------------------------- post-hoc
+def test_posthoc_per_sentence(scripted):
+    def prog(text, kwargs):
+        if "1. Alpha is in Paris" in text:
+            return "- compression(S2)"
+        if "1. Unsupported" in text:
+            return "No sentence supports this."
+        return "- fusion(S4, S5)\n- extract(S3)"  # two bullets for one sentence: merged
+
+    spec, _ = scripted(router(prog))
+    out = build_graph("genprog-posthoc").invoke(
+        {"question": "Q", "documents": DOCS, "answer_text": "Alpha is in Paris. Gamma won and Beta flows. Unsupported."},
+        context=GenProgPosthocContext(llm=spec, plan_attempts=1))
+    ans = out["answer"]
+    assert [s.text for s in ans.sentences] == ["Alpha is in Paris.", "Gamma won and Beta flows.", "Unsupported."]
+    assert [s.citations for s in ans.sentences] == [[1], [3, 2], []]
+    assert [e.sentence_id for e in ans.sentences[1].evidence] == ["S4", "S5", "S3"]
+    assert ans.metadata["method"] == "genprog-posthoc"
+    assert any("sentence 3: no valid program" in w for w in ans.warnings)
+    assert [(e["kind"], e["line"]) for e in ans.metadata["program_errors"]] == [("not_a_call", 3)]
+
+
+def test_posthoc_joint_program_maps_bullets_in_order(scripted):
+    spec, model = scripted(router("Program:\n- paraphrase(S3)\n- extract(S1)"))
+    out = build_graph("genprog-posthoc").invoke(
+        {"question": "Q", "documents": DOCS, "answer_text": "Beta flows in Chile. Alpha is old."},
+        context=make_context("genprog-posthoc", llm=spec, per_sentence=False))
+    assert [s.citations for s in out["answer"].sentences] == [[2], [1]]
+    assert len(model.calls) == 1
+    assert "1. Beta flows in Chile.\n2. Alpha is old." in model.calls[0]["messages"][-1].content
+
+
+def test_posthoc_review_resume(scripted):
+    spec, _ = scripted(router("- extract(S1)"))
+    g = build_graph("genprog-posthoc", checkpointer=MemorySaver())
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    ctx = GenProgPosthocContext(llm=spec, review_program=True)
+    out = g.invoke({"question": "Q", "documents": DOCS, "answer_text": "Beta is in Chile."}, cfg, context=ctx)
+    assert out["__interrupt__"][0].value["answer_sentences"] == ["Beta is in Chile."]
+    out = g.invoke(Command(resume={"program": "- extract(S3)"}), cfg, context=ctx)
+    assert out["answer"].sentences[0].citations == [2]
+
+
+def test_registry_and_langgraph_json():
+    import json
+    from pathlib import Path
+
+    from citegraph.graphs.registry import GRAPHS
+
+    assert {"genprog", "genprog-posthoc"} <= set(GRAPHS)
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
+    assert cfg["graphs"]["genprog"].endswith("genprog.py:graph")
+    assert cfg["graphs"]["genprog-posthoc"].endswith("genprog_posthoc.py:graph")
