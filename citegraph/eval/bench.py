@@ -1,0 +1,190 @@
+"""``citegraph bench``: run several methods on the same items with the same models, score them,
+and write a report folder.
+
+    <out>/raw/<method>.json          outputs (ALCE-compatible, resumable through run_dataset)
+    <out>/raw/<method>.score.json    per-item scores
+    <out>/report.md                  quality and cost per method: mean [95% bootstrap interval]
+    <out>/summary.json               method → metric → mean (for scripts)
+    <out>/citation_f1_vs_tokens.png  ALCE citation F1 against LLM tokens per question
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from citegraph.errors import InputError
+from citegraph.eval import scoring
+
+# (key, header) of the report's columns, in order; absent metrics are skipped
+QUALITY_COLUMNS = [
+    ("citation_rec", "Cit. recall"), ("citation_prec", "Cit. precision"), ("citation_f1", "Cit. F1"),
+    ("raac_f1", "RAAC cit. F1"), ("str_em", "STR-EM"), ("claims_nli", "Claims"), ("qampari_rec", "QAMPARI rec"),
+    ("qampari_rec_top5", "QAMPARI rec-5"), ("rougeLsum", "ROUGE-Lsum"), ("length", "Words"),
+]
+COST_COLUMNS = [
+    ("llm_calls", "LLM calls"), ("tokens", "Tokens"), ("verifier_pairs", "Verifier pairs"), ("seconds", "Seconds"),
+]
+
+
+def method_context(method: str, *, llm: str | None, verifier: str | None, overrides: dict[str, Any]):
+    """The method's Context with the shared models and the overrides it knows."""
+    from citegraph.graphs.registry import context_class, make_context
+
+    known = {f.name for f in fields(context_class(method))}
+    kw = {k: v for k, v in overrides.items() if k in known}
+    if llm:
+        kw["llm"] = llm
+    if verifier and "verifier" in known:
+        kw["verifier"] = verifier
+    return make_context(method, **kw)
+
+
+def _cell(mean: float | None, ci: Sequence[float] | None, digits: int = 1) -> str:
+    if mean is None:
+        return "–"
+    s = f"{mean:.{digits}f}"
+    if ci:
+        s += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    return s
+
+
+def markdown_table(scores: dict[str, dict]) -> str:
+    """Rows: methods; columns: quality then cost metrics present in any method."""
+    present = set()
+    for res in scores.values():
+        present |= {k for k, v in res["summary"].items() if v is not None}
+    cols = [(k, h) for k, h in QUALITY_COLUMNS + COST_COLUMNS if k in present]
+    lines = ["| Method | N | " + " | ".join(h for _, h in cols) + " |",
+             "|---|---|" + "---|" * len(cols)]
+    for method, res in scores.items():
+        summ, ci = res["summary"], res.get("ci95", {})
+        cells = []
+        for k, _ in cols:
+            digits = 2 if k in ("llm_calls", "seconds") else (0 if k in ("tokens", "verifier_pairs") else 1)
+            cells.append(_cell(summ.get(k), ci.get(k), digits))
+        lines.append(f"| {method} | {int(summ.get('n_items', 0))} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(scores: dict[str, dict], path: Path) -> None:
+    """ALCE citation F1 against tokens per question (mean, with the 95% intervals as error bars)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+    for method, res in scores.items():
+        s, ci = res["summary"], res.get("ci95", {})
+        x, y = s.get("tokens"), s.get("citation_f1")
+        if x is None or y is None:
+            continue
+        xerr = [[x - ci["tokens"][0]], [ci["tokens"][1] - x]] if "tokens" in ci else None
+        yerr = [[y - ci["citation_f1"][0]], [ci["citation_f1"][1] - y]] if "citation_f1" in ci else None
+        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt="o", capsize=3, label=method)
+        ax.annotate(method, (x, y), textcoords="offset points", xytext=(6, 6))
+    ax.set_xlabel("LLM tokens per question (prompt + completion)")
+    ax.set_ylabel("ALCE citation F1")
+    ax.set_title("Citation quality vs cost")
+    ax.grid(True, alpha=0.3)
+    if ax.has_data():
+        ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def run_bench(
+    methods: Sequence[str],
+    data: str | Path,
+    out_dir: str | Path,
+    *,
+    limit: int | None = None,
+    llm: str | None = None,
+    verifier: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    dataset: str | None = None,
+    concurrency: int = 1,
+    overwrite: bool = False,
+    on_method: Callable[[str, dict], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    on_error: Callable[[str, Any, BaseException], None] | None = None,
+) -> dict:
+    """Run, score and report. Returns ``{"scores": {method: score result}, "runs": {...}, "report": path}``."""
+    from citegraph.eval.datasets import load_items
+    from citegraph.eval.runner import run_dataset
+    from citegraph.graphs.registry import entry
+
+    methods = [m.strip() for m in methods if m.strip()]
+    if not methods:
+        raise InputError("--methods needs at least one method")
+    if len(set(methods)) != len(methods):
+        raise InputError("--methods lists a method twice")
+    for m in methods:
+        entry(m)  # unknown method → InputError
+    if limit is not None and limit < 1:
+        raise InputError("--limit must be at least 1")
+    overrides = dict(overrides or {})
+    contexts = {m: method_context(m, llm=llm, verifier=verifier, overrides=overrides) for m in methods}
+    unused = [k for k in overrides if not any(k in {f.name for f in fields(c)} for c in contexts.values())]
+    if unused:
+        raise InputError(f"--set {', '.join(unused)}: no selected method has such a setting")
+    items = load_items(data, limit=limit)
+    from citegraph.eval.metrics import resolve_verifier
+
+    resolve_verifier(verifier or "default")  # fail fast, before any generation
+    out = Path(out_dir)
+    (out / "raw").mkdir(parents=True, exist_ok=True)
+    eval_verifier = verifier or "default"
+
+    runs: dict[str, dict] = {}
+    scores: dict[str, dict] = {}
+    for m in methods:
+        raw = out / "raw" / f"{m}.json"
+        t0 = time.perf_counter()
+        runs[m] = run_dataset(
+            m, items, raw, contexts[m], concurrency=concurrency, overwrite=overwrite,
+            progress=(lambda d, t, m=m: progress(m, d, t)) if progress else None,
+            on_error=(lambda it, e, m=m: on_error(m, it, e)) if on_error else None,
+            extra_args={"input": str(Path(data).resolve()), "limit": limit},
+        )
+        runs[m]["wall_seconds"] = round(time.perf_counter() - t0, 2)
+        if not raw.exists():
+            continue
+        scores[m] = scoring.score_file(raw, verifier=eval_verifier, dataset=dataset)
+        if on_method:
+            on_method(m, scores[m])
+
+    table = markdown_table(scores)
+    summary = {m: {k: v for k, v in res["summary"].items()} for m, res in scores.items()}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    if scores:
+        plot(scores, out / "citation_f1_vs_tokens.png")
+    ds = next(iter(scores.values()))["dataset"] if scores else (dataset or "?")
+    ctx0 = next(iter(contexts.values()))
+    failed = {m: r["failed"] for m, r in runs.items() if r.get("failed")}
+    report = [
+        "# citegraph bench",
+        "",
+        f"- data: `{data}` ({ds}, {len(items)} item(s){f', limit {limit}' if limit else ''})",
+        f"- chat model: `{ctx0.llm}`; verifier (methods and scoring): `{eval_verifier}`",
+        f"- methods: {', '.join(methods)}",
+        "- quality on ALCE's 0-100 scale; cell = mean [95% bootstrap interval, 1000 resamples, seed 0];"
+        " Cit. F1 = harmonic mean of mean citation recall and precision (ALCE, at most 3 citations per sentence);"
+        " RAAC cit. F1 = sentence-level F1 over essential citations; cost per question.",
+        "",
+        table,
+        "",
+        "![citation F1 vs tokens](citation_f1_vs_tokens.png)",
+        "",
+        "Raw outputs and per-item scores: `raw/<method>.json`, `raw/<method>.score.json`.",
+    ]
+    if failed:
+        report += ["", "Failed items (re-run the same command to retry): "
+                   + ", ".join(f"{m}: {n}" for m, n in failed.items())]
+    (out / "report.md").write_text("\n".join(report) + "\n")
+    return {"scores": scores, "runs": runs, "report": str(out / "report.md"), "table": table}

@@ -1,0 +1,276 @@
+"""Scoring whole output files (ours or ALCE's) and aggregating with bootstrap intervals.
+
+A record is one item of an output file: ALCE's format (``question``, ``docs``, ``output`` plus the
+dataset's gold fields) or ours (the same plus ``citegraph: {item_id, answer, usage}``). The
+dataset type decides the correctness metrics: ``qa_pairs`` → ASQA (STR-EM, ROUGE-Lsum), ``claims``
+→ ELI5 (claim recall, ROUGE-Lsum), ``answers`` as a list of alias lists → QAMPARI (list recall
+and precision; citations scored on comma-separated items, as ALCE does).
+
+Quality metrics are reported on ALCE's 0-100 scale; cost metrics as raw counts. All verifier
+checks of a file go through :func:`citegraph.eval.metrics.run_jobs` (one batched call per round).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+from citegraph.errors import InputError
+from citegraph.eval import metrics as M
+from citegraph.state.answer import AttributedAnswer, Document
+
+DATASETS = ("asqa", "eli5", "qampari", "generic")
+COST_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens", "tokens", "verifier_pairs", "seconds")
+# metrics whose corpus value is the harmonic mean of two corpus means (recomputed per bootstrap sample)
+DERIVED = {"citation_f1": ("citation_rec", "citation_prec"), "raac_f1": ("raac_rec", "raac_prec")}
+
+
+# --------------------------------------------------------------------------- reading
+def read_output_file(path: str | Path) -> tuple[dict, list[dict]]:
+    """``(args, records)`` of an output file: ``{"args"?, "data": [...]}`` or a bare list."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"output file not found: {p}")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from None
+    args: dict = {}
+    if isinstance(data, dict):
+        args = data.get("args") if isinstance(data.get("args"), dict) else {}
+        data = data.get("data")
+    if not isinstance(data, list) or not data:
+        raise InputError(f"{p}: expected {{'data': [...]}} (ALCE/citegraph output) with at least one item")
+    for n, rec in enumerate(data, 1):
+        if not isinstance(rec, dict):
+            raise InputError(f"{p}: item {n} is not an object")
+        if not isinstance(rec.get("output"), str):
+            raise InputError(f"{p}: item {n} has no 'output' text (is this a dataset rather than an output file?)")
+    return args, data
+
+
+def infer_dataset(records: Sequence[dict]) -> str:
+    r = records[0]
+    if r.get("qa_pairs"):
+        return "asqa"
+    if r.get("claims"):
+        return "eli5"
+    ans = r.get("answers")
+    if isinstance(ans, list) and ans and all(isinstance(a, list) for a in ans):
+        return "qampari"
+    return "generic"
+
+
+def _documents(rec: dict, where: str) -> list[Document]:
+    raw = rec.get("docs", rec.get("documents", []))
+    if not isinstance(raw, list):
+        raise InputError(f"{where}: 'docs' must be a list")
+    docs = []
+    for i, d in enumerate(raw, 1):
+        if isinstance(d, str):
+            d = {"text": d}
+        if not isinstance(d, dict):
+            raise InputError(f"{where}: document {i} must be an object")
+        text = d.get("text") if isinstance(d.get("text"), str) else d.get("sent") or ""
+        docs.append(Document(id=d.get("id") or "", title=d.get("title") or "", text=str(text)))
+    return docs
+
+
+def structured_answer(rec: dict, docs: list[Document]) -> AttributedAnswer | None:
+    """Our structured answer, when the record is one of ours."""
+    cg = rec.get("citegraph")
+    if isinstance(cg, dict) and isinstance(cg.get("answer"), dict):
+        try:
+            return AttributedAnswer.model_validate({**cg["answer"], "documents": docs})
+        except Exception:  # noqa: BLE001 - an edited or foreign file: fall back to the text
+            return None
+    return None
+
+
+def _references(rec: dict) -> list[str]:
+    refs = [a.get("long_answer") for a in rec.get("annotations") or [] if isinstance(a, dict)]
+    refs = [r for r in refs if isinstance(r, str) and r.strip()]
+    if not refs and isinstance(rec.get("answer"), str):
+        refs = [rec["answer"]]
+    return refs
+
+
+# --------------------------------------------------------------------------- scoring
+def score_records(
+    records: Sequence[dict],
+    *,
+    verifier: Any = "default",
+    dataset: str | None = None,
+    cut_newline: bool = False,
+    attach_trailing: bool = True,
+    at_most_citations: int | None = 3,
+) -> tuple[str, list[dict]]:
+    """Score every record; returns ``(dataset, per-item scores)``. Citation scores of an item with
+    an empty output are ``None`` (ALCE leaves such items out of the citation averages)."""
+    dataset = dataset or infer_dataset(records)
+    if dataset not in DATASETS:
+        raise InputError(f"unknown dataset type {dataset!r}; choose {', '.join(DATASETS)}")
+    items: list[dict] = []
+    jobs: list = []
+    slots: list[tuple[int, str]] = []
+    for n, rec in enumerate(records, 1):
+        where = f"item {n}"
+        docs = _documents(rec, where)
+        cg = rec.get("citegraph") if isinstance(rec.get("citegraph"), dict) else {}
+        iid = str(cg.get("item_id") or rec.get("sample_id") or rec.get("id") or n)
+        struct = structured_answer(rec, docs)
+        alce_flags = cut_newline or not attach_trailing
+        raw = rec["output"]
+        if struct is not None and alce_flags and isinstance(struct.metadata.get("raw_output"), str):
+            raw = struct.metadata["raw_output"]  # ALCE's settings act on what the model wrote
+        output = M.prepare_output(raw, cut_newline=cut_newline)
+        ans = struct if struct is not None else AttributedAnswer.from_text(
+            output, question=rec.get("question", ""), documents=docs, attach_trailing=attach_trailing)
+        plain = M.remove_citations(output)
+        s: dict[str, Any] = {"id": iid, "length": float(len(plain.split()))}
+        if dataset == "asqa":
+            em = M.str_em(output, rec.get("qa_pairs") or [])
+            s["str_em"], s["str_hit"] = 100 * em["str_em"], 100 * em["str_hit"]
+        if dataset in ("asqa", "eli5"):
+            refs = _references(rec)
+            s["rougeLsum"] = 100 * M.rouge_lsum(plain, refs) if refs else None
+        if dataset == "qampari":
+            q = M.qampari_scores(output, rec.get("answers") or [])
+            s.update({k: (v if k == "num_preds" else 100 * v) for k, v in q.items()})
+        if dataset == "eli5":
+            claims = rec.get("claims") or []
+            if claims:
+                jobs.append(M.claims_job(plain, claims))
+                slots.append((len(items), "claims"))
+        # citation quality: ALCE (on the text / structured answer) and RAAC's F1
+        alce_input: Any = struct if struct is not None and dataset != "qampari" else output
+        jobs.append(M.alce_citation_job(alce_input, docs, cut_newline=cut_newline, attach_trailing=attach_trailing,
+                                        at_most_citations=at_most_citations, qampari=dataset == "qampari",
+                                        question=rec.get("question", "")))
+        slots.append((len(items), "alce"))
+        jobs.append(M.raac_citation_job(ans))
+        slots.append((len(items), "raac"))
+        usage = cg.get("usage") if isinstance(cg.get("usage"), dict) else {}
+        for k in COST_KEYS:
+            v = usage.get(k)
+            if k == "tokens" and v is None and usage:
+                v = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+            s[k] = float(v) if isinstance(v, (int, float)) else None
+        items.append(s)
+    results = M.run_jobs(verifier, jobs)
+    for (i, kind), res in zip(slots, results):
+        s = items[i]
+        if kind == "claims":
+            s["claims_nli"] = 100 * res
+        elif kind == "alce":
+            empty = res["empty"]
+            s["citation_rec"] = None if empty else 100 * res["recall"]
+            s["citation_prec"] = None if empty else 100 * res["precision"]
+            s["citation_f1"] = None if empty else 100 * res["f1"]
+            s["n_sentences"] = float(res["n_sentences"])
+            s["n_citations"] = float(res["n_citations"])
+        else:
+            s["raac_rec"], s["raac_prec"], s["raac_f1"] = 100 * res.recall, 100 * res.precision, 100 * res.f1
+    if dataset == "eli5":
+        for s in items:
+            s.setdefault("claims_nli", None)
+    return dataset, items
+
+
+# --------------------------------------------------------------------------- aggregation
+def _values(items: Sequence[dict], key: str) -> list[float]:
+    return [float(s[key]) for s in items if isinstance(s.get(key), (int, float)) and not math.isnan(float(s[key]))]
+
+
+def metric_names(items: Sequence[dict]) -> list[str]:
+    keys: list[str] = []
+    for s in items:
+        for k in s:
+            if k != "id" and k not in keys:
+                keys.append(k)
+    return keys
+
+
+def summarize(items: Sequence[dict]) -> dict[str, float | None]:
+    """Mean of every metric over the items that have it; ``citation_f1`` / ``raac_f1`` are the
+    harmonic mean of the mean recall and mean precision (corpus-level F1)."""
+    out: dict[str, float | None] = {}
+    for k in metric_names(items):
+        v = _values(items, k)
+        out[k] = sum(v) / len(v) if v else None
+    for k, (r, p) in DERIVED.items():
+        if k in out:
+            R, P = out.get(r), out.get(p)
+            out[k] = (2 * R * P / (R + P) if R + P else 0.0) if R is not None and P is not None else None
+    out["n_items"] = float(len(items))
+    return out
+
+
+def bootstrap(items: Sequence[dict], n_resamples: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict[str, tuple[float, float]]:
+    """95% percentile bootstrap interval of every summary value (items resampled with replacement;
+    seeded, numpy)."""
+    import numpy as np
+
+    n = len(items)
+    if n == 0:
+        return {}
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_resamples, n))
+    keys = metric_names(items)
+    mat = {k: np.array([float(s[k]) if isinstance(s.get(k), (int, float)) else np.nan for s in items]) for k in keys}
+    means: dict[str, Any] = {}
+    with np.errstate(invalid="ignore"):
+        for k in keys:
+            a = mat[k][idx]
+            cnt = (~np.isnan(a)).sum(axis=1)
+            tot = np.nansum(a, axis=1)
+            means[k] = np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
+        for k, (r, p) in DERIVED.items():
+            if k in means and r in means and p in means:
+                R, P = means[r], means[p]
+                means[k] = np.where(R + P > 0, 2 * R * P / np.where(R + P > 0, R + P, 1), 0.0)
+    out = {}
+    for k, m in means.items():
+        m = m[~np.isnan(m)]
+        if len(m):
+            out[k] = (float(np.percentile(m, 100 * alpha / 2)), float(np.percentile(m, 100 * (1 - alpha / 2))))
+    return out
+
+
+def score_file(
+    path: str | Path,
+    *,
+    verifier: str = "default",
+    dataset: str | None = None,
+    cut_newline: bool = False,
+    attach_trailing: bool = True,
+    at_most_citations: int | None = 3,
+    output: str | Path | None = None,
+) -> dict:
+    """Score an output file and write ``<name>.score.json`` next to it (or to ``output``)."""
+    args, records = read_output_file(path)
+    M.resolve_verifier(verifier)  # fail fast on a bad spec / missing weights
+    dataset, items = score_records(records, verifier=verifier, dataset=dataset, cut_newline=cut_newline,
+                                   attach_trailing=attach_trailing, at_most_citations=at_most_citations)
+    result = {
+        "input": str(path),
+        "method": args.get("method"),
+        "dataset": dataset,
+        "verifier": verifier,
+        "settings": {"cut_newline": cut_newline, "attach_trailing": attach_trailing, "at_most_citations": at_most_citations},
+        "summary": summarize(items),
+        "ci95": {k: list(v) for k, v in bootstrap(items).items()},
+        "items": items,
+    }
+    out = Path(output) if output else score_path(path)
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    result["written"] = str(out)
+    return result
+
+
+def score_path(path: str | Path) -> Path:
+    p = Path(path)
+    name = p.name[:-5] if p.name.endswith(".json") else p.name
+    return p.with_name(name + ".score.json")

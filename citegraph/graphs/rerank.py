@@ -1,0 +1,23 @@
+"""RERANK (ALCE, Gao et al. 2023): sample n VANILLA answers → keep the one with the highest
+ALCE citation recall (by the Context's verifier)."""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from citegraph.nodes.alce_baselines import rerank, sample
+from citegraph.state.alce_baselines import RerankContext, RerankState
+from citegraph.state.base import InputState, OutputState
+
+
+def build(checkpointer=None):
+    g = StateGraph(RerankState, context_schema=RerankContext, input_schema=InputState, output_schema=OutputState)
+    g.add_node("sample", sample)
+    g.add_node("rerank", rerank)
+    g.add_edge(START, "sample")
+    g.add_edge("sample", "rerank")
+    g.add_edge("rerank", END)
+    return g.compile(checkpointer=checkpointer, name="rerank")
+
+
+graph = build()

@@ -1,0 +1,24 @@
+"""SUMM (ALCE, Gao et al. 2023): per-document query-focused summary (fan-out) → answer → attribute."""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from citegraph.nodes.alce_baselines import attribute_summ, fan_out_summarize, generate_from_summaries, summarize
+from citegraph.state.alce_baselines import DocTask, SummContext, SummState
+from citegraph.state.base import InputState, OutputState
+
+
+def build(checkpointer=None):
+    g = StateGraph(SummState, context_schema=SummContext, input_schema=InputState, output_schema=OutputState)
+    g.add_node("summarize", summarize, input_schema=DocTask)
+    g.add_node("generate", generate_from_summaries)
+    g.add_node("attribute", attribute_summ)
+    g.add_conditional_edges(START, fan_out_summarize, ["summarize", "generate"])
+    g.add_edge("summarize", "generate")
+    g.add_edge("generate", "attribute")
+    g.add_edge("attribute", END)
+    return g.compile(checkpointer=checkpointer, name="summ")
+
+
+graph = build()

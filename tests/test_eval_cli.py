@@ -1,0 +1,152 @@
+"""`citegraph eval` and `citegraph bench` end to end with a scripted model and a stub verifier."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from citegraph.cli import main
+from citegraph.tools.verifier import Verifier, register_verifier
+
+STOP = {"the", "a", "an", "is", "was", "in", "of", "and", "by", "to", "it", "title"}
+
+
+def words(t: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", t.lower()) if w not in STOP}
+
+
+class KeywordVerifier(Verifier):
+    def _score_uncached(self, pairs):
+        return [1.0 if words(h) <= words(p) else 0.0 for p, h in pairs]
+
+
+DOCS = [
+    {"title": "D1", "text": "Paris is the capital of France."},
+    {"title": "D2", "text": "Berlin is the capital of Germany."},
+    {"title": "D3", "text": "Cats purr loudly."},
+]
+
+
+@pytest.fixture(autouse=True)
+def stub_verifier():
+    register_verifier("stub:cli-kw", KeywordVerifier(spec="stub:cli-kw"))
+
+
+def alce_file(tmp_path):
+    data = {"data": [
+        {"question": "Capitals?", "docs": DOCS, "output": "Paris is the capital of France [1]. Berlin is the capital of Germany [2].",
+         "qa_pairs": [{"short_answers": ["Paris"]}, {"short_answers": ["Rome"]}],
+         "annotations": [{"long_answer": "Paris is the capital of France."}, {"long_answer": "Rome is in Italy."}]},
+        {"question": "Capitals and cats?", "docs": DOCS,
+         "output": "Paris is the capital of France. [1] Berlin is the capital of Germany [2].\nCats purr [3].",
+         "qa_pairs": [{"short_answers": ["cats"]}],
+         "annotations": [{"long_answer": "Cats purr."}]},
+    ]}
+    f = tmp_path / "alce_out.json"
+    f.write_text(json.dumps(data))
+    return f
+
+
+def test_eval_alce_format_default_and_alce_flags(tmp_path, capsys):
+    f = alce_file(tmp_path)
+    assert main(["eval", "--input", str(f), "--verifier", "stub:cli-kw"]) == 0
+    res = json.loads((tmp_path / "alce_out.score.json").read_text())
+    assert res["dataset"] == "asqa"
+    s = res["summary"]
+    assert s["citation_rec"] == 100.0 and s["citation_prec"] == 100.0 and s["citation_f1"] == 100.0
+    assert s["str_em"] == pytest.approx(75.0)  # (1/2 + 1/1) / 2
+    from citegraph.eval.metrics import rouge_lsum
+
+    best = 100 * rouge_lsum("Paris is the capital of France. Berlin is the capital of Germany.", ["Paris is the capital of France."])
+    assert res["items"][0]["rougeLsum"] == pytest.approx(best) and best > 50  # the better of the two references
+    assert s["n_items"] == 2 and "ALCE citation recall" in capsys.readouterr().out
+
+    out2 = tmp_path / "alce_mode.json"
+    assert main(["eval", "--input", str(f), "--verifier", "stub:cli-kw", "--alce", "--output", str(out2)]) == 0
+    res2 = json.loads(out2.read_text())
+    # item 2 under ALCE: first line only; "[1]" belongs to the Berlin sentence, the Paris one has none
+    assert res2["items"][1]["citation_rec"] == 50.0 and res2["items"][1]["citation_prec"] == 50.0
+    assert res2["summary"]["citation_rec"] == 75.0
+    assert res2["items"][1]["str_em"] == 0.0  # "cats" was on the cut line
+    assert res2["settings"] == {"cut_newline": True, "attach_trailing": False, "at_most_citations": 3}
+
+
+def test_eval_our_format_reports_cost(tmp_path, scripted):
+    from citegraph.eval.datasets import load_items
+    from citegraph.eval.runner import run_dataset
+    from citegraph.graphs.registry import make_context
+
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps([{"question": "Capitals?", "docs": DOCS, "answer": "Paris is the capital of France.",
+                                 "claims": ["Paris is the capital of France.", "Dogs bark."]}]))
+    spec, _ = scripted(["Paris is the capital of France [1]. Cats purr loudly [2]."])
+    out = tmp_path / "ours.json"
+    run_dataset("vanilla", load_items(data), out, make_context("vanilla", llm=spec))
+    assert main(["eval", "--input", str(out), "--verifier", "stub:cli-kw"]) == 0
+    res = json.loads((tmp_path / "ours.score.json").read_text())
+    assert res["dataset"] == "eli5" and res["method"] == "vanilla"
+    item = res["items"][0]
+    assert item["claims_nli"] == 50.0
+    assert item["citation_rec"] == 50.0 and item["raac_rec"] == 50.0
+    assert item["llm_calls"] == 1 and item["tokens"] > 0
+
+
+def bench_script(messages, kwargs):
+    text = messages[-1].content
+    m = re.search(r"Title: (.*)\nText: (.*)\n(?:Summary|Extracted span):", text)
+    if m:
+        return "irrelevant" if m.group(1) == "D3" else m.group(2)
+    if "Document [2]" in text:
+        return "Paris is the capital of France [1]. Berlin is the capital of Germany [2]."
+    return "Paris is the capital of France [1]."
+
+
+def test_bench_writes_report_and_resumes(tmp_path, scripted, capsys):
+    data = tmp_path / "asqa.json"
+    items = [{"sample_id": f"q{i}", "question": f"Capitals {i}?", "docs": DOCS,
+              "qa_pairs": [{"short_answers": ["Paris"]}, {"short_answers": ["Berlin"]}],
+              "annotations": [{"long_answer": "Paris and Berlin are capitals."}]} for i in range(3)]
+    data.write_text(json.dumps(items))
+    spec, model = scripted(bench_script)
+    out = tmp_path / "bench"
+    argv = ["bench", "--methods", "vanilla,summ,snippet,rerank", "--data", str(data), "--limit", "2",
+            "--out", str(out), "--llm", spec, "--verifier", "stub:cli-kw", "--set", "n_samples=2"]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "| Method |" in table and "| rerank | 2 |" in table
+    for m in ("vanilla", "summ", "snippet", "rerank"):
+        raw = json.loads((out / "raw" / f"{m}.json").read_text())
+        assert len(raw["data"]) == 2 and raw["args"]["context"]["llm"] == spec
+        assert (out / "raw" / f"{m}.score.json").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) == {"vanilla", "summ", "snippet", "rerank"}
+    assert summary["vanilla"]["citation_rec"] == 100.0 and summary["vanilla"]["str_em"] == 100.0
+    assert summary["vanilla"]["llm_calls"] == 1.0 and summary["summ"]["llm_calls"] == 4.0
+    assert summary["rerank"]["llm_calls"] == 2.0  # --set n_samples=2 reached only the method that has it
+    report = (out / "report.md").read_text()
+    assert "| summ | 2 |" in report and "citation_f1_vs_tokens.png" in report and "[" in report
+    assert (out / "citation_f1_vs_tokens.png").read_bytes()[:4] == b"\x89PNG"
+
+    n_calls = len(model.calls)
+    assert main(argv) == 0  # resumed: nothing left to generate
+    assert len(model.calls) == n_calls
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["eval", "--input", "/nonexistent/out.json"], "not found"),
+    (["bench", "--methods", "vanilla,nosuch", "--data", "x.json"], "unknown method"),
+    (["bench", "--methods", "vanilla", "--data", "DATA", "--limit", "0"], "--limit"),
+    (["eval", "--input", "DATA", "--verifier", "stub:cli-kw"], "no 'output'"),
+    (["eval", "--input", "OUT", "--verifier", "nonsense-spec"], "unknown verifier spec"),
+    (["bench", "--methods", "vanilla", "--data", "DATA", "--set", "nosuch=1", "--verifier", "stub:cli-kw"], "nosuch"),
+])
+def test_bad_input_exits_2_with_one_line(argv, message, tmp_path, capsys):
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps([{"question": "Q?", "docs": DOCS}]))
+    out = alce_file(tmp_path)
+    argv = [str(data) if a == "DATA" else str(out) if a == "OUT" else a for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
