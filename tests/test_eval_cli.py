@@ -150,3 +150,19 @@ def test_bad_input_exits_2_with_one_line(argv, message, tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_summary_and_bootstrap_interval():
+    from citegraph.eval.scoring import bootstrap, summarize
+
+    items = [{"id": str(i), "citation_rec": 100.0 * (i % 2), "citation_prec": 50.0, "citation_f1": None, "tokens": 10.0}
+             for i in range(40)]
+    items.append({"id": "empty", "citation_rec": None, "citation_prec": None, "citation_f1": None, "tokens": 10.0})
+    s = summarize(items)
+    assert s["citation_rec"] == 50.0 and s["n_items"] == 41  # the empty output is left out, as in ALCE
+    assert s["citation_f1"] == 50.0  # harmonic mean of the corpus recall and precision
+    ci = bootstrap(items)
+    assert ci["tokens"] == (10.0, 10.0) and ci["citation_prec"] == (50.0, 50.0)
+    lo, hi = ci["citation_rec"]
+    assert 25 < lo < 50 < hi < 75
+    assert bootstrap(items) == ci  # seeded
