@@ -51,12 +51,12 @@ def _load_llama(path: str, n_ctx: int, n_threads: int | None):
     with _registry_lock:
         if key in _llamas:
             return _llamas[key]
+        if not os.path.exists(path):
+            raise ModelError(f"GGUF model file not found: {path}")
         try:
             from llama_cpp import Llama
         except ImportError as e:  # pragma: no cover - depends on install
             raise ModelError("llama-cpp-python is not installed; run: pip install 'citegraph[local]'") from e
-        if not os.path.exists(path):
-            raise ModelError(f"GGUF model file not found: {path}")
         t0 = time.perf_counter()
         llm = Llama(
             model_path=path, n_ctx=n_ctx, n_threads=n_threads or os.cpu_count(), n_batch=512,

@@ -1,0 +1,54 @@
+"""A loopback OpenAI-compatible chat server for tests (no network beyond 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+
+class FakeOpenAI:
+    """Serves ``POST /v1/chat/completions``. ``reply(request_json) -> str`` decides the content;
+    with ``logprobs`` requested, ``top_logprobs`` come from ``self.top_logprobs``."""
+
+    def __init__(self, reply: Callable[[dict], str], top_logprobs: list[tuple[str, float]] | None = None):
+        self.reply = reply
+        self.top_logprobs = top_logprobs or [("Yes", -0.1), ("No", -2.4)]
+        self.requests: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # silence
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                outer.requests.append(body)
+                content = outer.reply(body)
+                choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                if body.get("logprobs"):
+                    tops = [{"token": t, "logprob": lp, "bytes": None} for t, lp in outer.top_logprobs]
+                    choice["logprobs"] = {"content": [{"token": tops[0]["token"], "logprob": tops[0]["logprob"],
+                                                       "bytes": None, "top_logprobs": tops}]}
+                out = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
+                       "choices": [choice],
+                       "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+                data = json.dumps(out).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,141 @@
+"""The model layer: spec resolution, scripted fake, structured output with repair/retry/fallback,
+the Yes/No judge, and a loopback OpenAI-compatible server (structured output, logprobs, errors)."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+
+import pytest
+from pydantic import BaseModel
+
+from citegraph.errors import ModelError
+from citegraph.tools import models
+from citegraph.tools.models import chat_text, extract_json, get_chat_model, structured, yes_probability
+
+from fake_openai import FakeOpenAI
+
+
+class Verdict(BaseModel):
+    label: str
+    score: int
+
+
+def test_unknown_specs_fail_clearly():
+    with pytest.raises(ModelError, match="unknown model spec"):
+        get_chat_model("nonsense:thing")
+    with pytest.raises(ModelError, match="not found"):
+        get_chat_model(f"llamacpp:/nonexistent/{uuid.uuid4().hex}.gguf").invoke("hi")
+    with pytest.raises(ModelError, match="no scripted model"):
+        get_chat_model("fake:never-registered")
+
+
+def test_models_are_cached_per_spec(scripted):
+    spec, m = scripted(["x"])
+    assert get_chat_model(spec) is m
+
+
+@pytest.mark.parametrize("text,expected", [
+    ('{"label": "a", "score": 2}', {"label": "a", "score": 2}),
+    ('Sure! ```json\n{"label": "a", "score": 2}\n``` hope it helps', {"label": "a", "score": 2}),
+    ("{'label': 'a', 'score': 2}", {"label": "a", "score": 2}),
+    ('{"label": "a", "score": 2,}', {"label": "a", "score": 2}),
+    ('{"label": "a", "score": 2', {"label": "a", "score": 2}),
+    ('{"label": "a", "score": 2} and then more text {', {"label": "a", "score": 2}),
+])
+def test_extract_json_repairs(text, expected):
+    assert extract_json(text) == expected
+
+
+def test_extract_json_rejects_prose():
+    with pytest.raises(ValueError):
+        extract_json("no json here")
+
+
+def test_structured_retries_then_succeeds(scripted):
+    spec, m = scripted(["garbage", '{"label": "ok", "score": "x"}', '{"label": "ok", "score": 3}'])
+    v, problems = structured(spec, "judge", Verdict, retries=2)
+    assert v == Verdict(label="ok", score=3)
+    assert len(problems) == 2 and len(m.calls) == 3
+    # the retry tells the model what was wrong
+    assert "not valid" in m.calls[1]["messages"][-1].content
+
+
+def test_structured_falls_back_never_raises(scripted):
+    spec, m = scripted(["garbage"])
+    v, problems = structured(spec, "judge", Verdict, retries=1, fallback=Verdict(label="none", score=0))
+    assert v.label == "none" and len(m.calls) == 2
+    assert problems[-1].endswith("used fallback after 2 attempts")
+
+
+def test_structured_without_fallback_raises(scripted):
+    spec, _ = scripted(["garbage"])
+    with pytest.raises(models.StructuredOutputError):
+        structured(spec, "judge", Verdict, retries=0)
+
+
+def test_yes_probability_scripted(scripted):
+    spec, _ = scripted(judge=lambda prompt: 0.9 if "sky" in prompt else 0.1)
+    assert yes_probability(spec, "Is the sky blue?") == pytest.approx(0.9)
+
+
+def test_two_way_softmax():
+    import math
+    p = models._two_way([math.log(3.0), math.log(1.0)], [0], [1])
+    assert p == pytest.approx(0.75)
+
+
+@pytest.fixture
+def openai_env(monkeypatch):
+    def use(url):
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("CITEGRAPH_OPENAI_RETRIES", "1")
+        monkeypatch.setenv("CITEGRAPH_OPENAI_TIMEOUT", "5")
+        spec = f"openai:model-{uuid.uuid4().hex[:6]}"  # a fresh spec: models are cached per spec
+        return spec
+    return use
+
+
+def test_openai_compatible_chat_and_structured(openai_env):
+    replies = iter(['not json', '{"label": "good", "score": 3}'])
+    with FakeOpenAI(lambda body: next(replies)) as srv:
+        spec = openai_env(srv.url)
+        v, problems = structured(spec, "judge this", Verdict, retries=2)
+        assert v.label == "good" and len(problems) == 1
+        assert srv.requests[0]["messages"][-1]["content"] == "judge this"
+    with FakeOpenAI(lambda body: "plain answer") as srv:
+        spec = openai_env(srv.url)
+        assert chat_text(spec, "hi", max_tokens=5, temperature=0.3) == "plain answer"
+        assert srv.requests[0]["max_completion_tokens"] == 5 and srv.requests[0]["temperature"] == 0.3
+
+
+def test_openai_compatible_logprobs_judge(openai_env):
+    import math
+
+    with FakeOpenAI(lambda body: "Yes", top_logprobs=[("Yes", math.log(0.6)), (" no", math.log(0.2)), ("maybe", -1)]) as srv:
+        spec = openai_env(srv.url)
+        p = yes_probability(spec, "Is it?")
+        assert p == pytest.approx(0.75)
+        req = srv.requests[0]
+        assert req["logprobs"] is True and req["top_logprobs"] == 20 and req["max_completion_tokens"] == 1
+
+
+def test_unreachable_endpoint_is_a_clear_error(openai_env):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    spec = openai_env(f"http://127.0.0.1:{port}/v1")
+    with pytest.raises(ModelError, match="failed after retries"):
+        chat_text(spec, "hi")
+
+
+def test_usage_tracker_counts_openai_tokens(openai_env):
+    from citegraph.tools.usage import UsageTracker
+
+    with FakeOpenAI(lambda body: "ok") as srv:
+        spec = openai_env(srv.url)
+        t = UsageTracker()
+        get_chat_model(spec).invoke("hi", config={"callbacks": [t]})
+        assert t.totals()["prompt_tokens"] == 11 and t.totals()["completion_tokens"] == 7
