@@ -286,3 +286,33 @@ def test_registry_and_langgraph_json():
     cfg = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
     assert cfg["graphs"]["genprog"].endswith("genprog.py:graph")
     assert cfg["graphs"]["genprog-posthoc"].endswith("genprog_posthoc.py:graph")
+
+
+def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):
+    """The benchmark maps predicted S-ids exactly onto the gold LFQA sentences and runs both methods."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from conftest import shared_path
+    from citegraph.nodes.genprog.sources import sentence_offsets
+
+    data = shared_path("lfqa", "dev.jsonl")
+    spec_ = importlib.util.spec_from_file_location("bench_gp", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_genprog_posthoc.py")
+    B = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(B)
+    items = B.load(data, 3)
+    for it in items:  # oracle: every gold sentence is recovered exactly from the S-ids covering it
+        off = sentence_offsets(it["documents"])
+        for g in it["gold"]:
+            for d, j in g:
+                a, b = it["spans"][d - 1][j]
+                sids = [sid for sid, (dd, s, e) in off.items() if dd == d and s < b and a < e]
+                assert B.to_gold_units(sids, off, it["spans"]) == {(d, j)}
+    assert B.score([({(1, 1), (1, 2)}, {(1, 1)})])["f1"] == 66.7
+    spec, _ = scripted(lambda m, k: "1: S1" if "Supporting sentences:" in m[-1].content else "- extract(S1)")
+    out = tmp_path / "r.json"
+    assert B.main(["--data", str(data), "--llm", spec, "--limit", "2", "--output", str(out)]) == 0
+    res = json.loads(out.read_text())["results"]
+    assert set(res) == {"genprog", "llm-prompt"} and res["genprog"]["predicted"] >= 1
+    assert B.main(["--data", str(tmp_path / "missing.jsonl")]) == 2

@@ -105,7 +105,8 @@ class GenProgState(InputState, OutputState):
 class GenProgPosthocInput(InputState):
     """Post-hoc attribution input: an existing answer to attribute to the documents."""
 
-    answer_text: str = Field(description="The answer to attribute (split into sentences).")
+    answer_text: str = Field(default="", description="The answer to attribute (split into sentences).")
+    answer_sentences: list[str] = Field(default_factory=list, description="Optional: the answer already split into sentences (overrides splitting answer_text).")
 
 
 class GenProgPosthocState(GenProgState):

@@ -17,7 +17,8 @@ from citegraph.tools.sentences import split_sentences
 
 def prepare_posthoc(state: GenProgPosthocState, runtime: Runtime[GenProgPosthocContext]) -> dict:
     """Source sentences S1..Sn plus the answer split into sentences."""
-    sents = [s.strip() for s in split_sentences(state.answer_text or "") if s.strip()]
+    given = [s.strip() for s in state.answer_sentences if s and s.strip()]
+    sents = given or [s.strip() for s in split_sentences(state.answer_text or "") if s.strip()]
     out = prepare(runtime.context, state.question, state.documents, extra_query=" ".join(sents))
     out["answer_sentences"] = sents
     return out
