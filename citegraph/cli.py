@@ -151,7 +151,7 @@ def cmd_run(args) -> int:
 
         def on_error(item, exc) -> None:
             errors.append(f"{item.id}: {type(exc).__name__}: {exc}")
-            console.print(f"[red]item {item.id} failed:[/red] {type(exc).__name__}: {exc}")
+            console.print(f"[red]item {item.id} failed:[/red] {type(exc).__name__}: {exc}", soft_wrap=True)
 
         stats = run_dataset(
             args.method, items, args.output, ctx, concurrency=args.concurrency,
@@ -160,7 +160,8 @@ def cmd_run(args) -> int:
         )
     console.print(
         f"wrote {args.output}: {stats['ran']} new, {stats['skipped']} already done, {stats['failed']} failed "
-        f"(of {stats['total']})"
+        f"(of {stats['total']})",
+        soft_wrap=True,
     )
     return 1 if stats["failed"] else 0
 

@@ -1,0 +1,121 @@
+"""The CLI: bad input → one line + exit 2; `run` resumes after a kill without losing or
+duplicating items (a real subprocess against a loopback OpenAI-compatible server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from citegraph.cli import main
+
+from fake_openai import FakeOpenAI
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write_dataset(path: Path, n: int) -> Path:
+    items = [{"id": f"item{i}", "question": f"Question {i}?",
+              "docs": [{"title": f"T{i}", "text": f"Fact {i} is true."}, {"title": "Other", "text": "Noise."}]}
+             for i in range(n)]
+    path.write_text(json.dumps(items))
+    return path
+
+
+@pytest.mark.parametrize("argv_maker,needle", [
+    (lambda t: ["run", "vanilla", "-i", str(t / "missing.json"), "-o", str(t / "o.json")], "file not found"),
+    (lambda t: ["run", "vanilla", "-i", str(_w(t / "bad.json", "{not json")), "-o", str(t / "o.json")], "invalid JSON"),
+    (lambda t: ["run", "vanilla", "-i", str(_w(t / "nodoc.json", json.dumps([{"question": "q", "docs": [{"title": "x", "text": ""}]}]))), "-o", str(t / "o.json")], "has no text"),
+    (lambda t: ["run", "vanilla", "-i", str(_w(t / "noq.json", json.dumps([{"question": " ", "docs": [{"text": "x"}]}]))), "-o", str(t / "o.json")], "question is empty"),
+    (lambda t: ["ask", "vanilla", "--question", "", "--docs", str(_w(t / "d.jsonl", '{"text": "x"}\n'))], "question is empty"),
+    (lambda t: ["ask", "vanilla", "--question", "q", "--docs", str(t / "nope.jsonl")], "file not found"),
+    (lambda t: ["ask", "vanilla", "--question", "q", "--docs", str(_w(t / "d2.jsonl", '{"text": "x"}\n')), "--set", "bogus=1"], "unknown setting"),
+    (lambda t: ["run", "vanilla", "-i", str(write_dataset(t / "ok.json", 2)), "-o", str(t / "o.json"), "--limit", "0"], "--limit"),
+])
+def test_bad_input_one_line_exit_2(tmp_path, capsys, argv_maker, needle):
+    code = main(argv_maker(tmp_path))
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert needle in err and len(err.splitlines()) == 1
+
+
+def _w(p: Path, text: str) -> Path:
+    p.write_text(text)
+    return p
+
+
+def test_existing_output_is_never_clobbered_by_different_settings(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    out.write_text(json.dumps({"args": {"method": "vanilla", "context": {"llm": "other"}}, "data": []}))
+    code = main(["run", "vanilla", "-i", str(write_dataset(tmp_path / "d.json", 1)), "-o", str(out), "--llm", "fake:x"])
+    assert code == 2 and "different context" in capsys.readouterr().err
+    assert json.loads(out.read_text())["args"]["context"]["llm"] == "other"
+
+
+def _run_cli(args, env):
+    return subprocess.Popen([sys.executable, "-m", "citegraph.cli", *args], env=env, cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_run_resumes_after_kill_without_loss_or_duplicates(tmp_path):
+    n = 8
+    data = write_dataset(tmp_path / "data.json", n)
+    out = tmp_path / "out.json"
+    journal = tmp_path / "out.json.partial.jsonl"
+
+    def reply(body):
+        time.sleep(0.4)
+        q = body["messages"][-1]["content"].split("Question: ")[1].split("?")[0]
+        return f"{q} holds [1]. Another claim [2][3]."
+
+    with FakeOpenAI(reply) as srv:
+        env = {**os.environ, "OPENAI_BASE_URL": srv.url, "OPENAI_API_KEY": "t", "PYTHONPATH": str(REPO)}
+        args = ["run", "vanilla", "-i", str(data), "-o", str(out), "--llm", "openai:fake"]
+        p = _run_cli(args, env)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if journal.exists() and len(journal.read_text().splitlines()) >= 3:
+                break
+            time.sleep(0.05)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        first = len(srv.requests)
+        done_before = {json.loads(l)["citegraph"]["item_id"] for l in journal.read_text().splitlines() if l.strip()}
+        assert 3 <= len(done_before) < n, "the kill should land mid-run"
+        # the JSON file is valid at every moment (atomic rewrite) and holds what was finished
+        mid = json.loads(out.read_text())
+        assert {d["citegraph"]["item_id"] for d in mid["data"]} <= done_before
+
+        p = _run_cli(args, env)
+        stdout, stderr = p.communicate(timeout=300)
+        assert p.returncode == 0, stderr
+        assert f"{n - len(done_before)} new, {len(done_before)} already done" in stderr
+        # the second run only asked for the unfinished items
+        assert len(srv.requests) - first == n - len(done_before)
+
+    final = json.loads(out.read_text())
+    ids = [d["citegraph"]["item_id"] for d in final["data"]]
+    assert ids == [f"item{i}" for i in range(n)]  # all items, once each, in input order
+    assert not journal.exists()
+    for d in final["data"]:
+        i = d["id"][4:]
+        assert d["output"] == f"Question {i} holds [1]. Another claim [2]."  # [3] is out of range
+        assert d["citegraph"]["answer"]["warnings"]
+        assert d["citegraph"]["usage"]["llm_calls"] == 1
+    assert final["args"]["method"] == "vanilla" and final["args"]["context"]["llm"] == "openai:fake"
+
+
+def test_ask_prints_sentences_citations_and_uncited(tmp_path, scripted, capsys):
+    spec, _ = scripted(["The tower is 330 metres tall [2]. It is in Paris [1][4]. It is pretty."])
+    code = main(["ask", "vanilla", "--example", "--llm", spec])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "The tower is 330 metres tall. [2]" in out
+    assert "It is pretty. (no citation)" in out
+    assert "Cited documents" in out and "[4] Champ de Mars" in out
