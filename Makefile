@@ -8,6 +8,11 @@ export TRANSFORMERS_OFFLINE=1
 export ANONYMIZED_TELEMETRY=False
 export LANGGRAPH_CLI_NO_ANALYTICS=1
 export LANGGRAPH_NO_VERSION_CHECK=1
+# llama.cpp built for a portable x86-64 baseline (AVX2/FMA/F16C): a -march=native build picks up
+# AMX/AVX-512 where the CPU reports them, and those paths crash inside these VMs.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+  -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
 .PHONY: demo test studio install install-dev clean-venv
 
@@ -18,7 +23,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q torch==2.13.0
 
 $(VENV)/.installed-local: $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e ".[local]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e ".[local]"
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed-local

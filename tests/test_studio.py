@@ -1,0 +1,99 @@
+"""`langgraph dev` (the server behind LangGraph Studio), started offline on a free port: every graph
+in langgraph.json loads with its typed state and Context knobs, and a run through the SDK returns
+an AttributedAnswer (the model is a loopback OpenAI-compatible fake)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fake_openai import FakeOpenAI
+
+pytestmark = pytest.mark.studio
+REPO = Path(__file__).resolve().parents[1]
+LANGGRAPH = Path(sys.executable).with_name("langgraph")
+
+
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not LANGGRAPH.exists():
+        pytest.skip("langgraph CLI not installed (pip install 'citegraph[studio]')")
+    sdk = pytest.importorskip("langgraph_sdk")
+    fake = FakeOpenAI(lambda body: "The tower is 330 metres tall [2]. It opened in 1889 [1][3].")
+    fake.__enter__()
+    port = free_port()
+    work = tmp_path_factory.mktemp("studio")
+    env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "1",
+           "OPENAI_BASE_URL": fake.url, "OPENAI_API_KEY": "t", "HF_HUB_OFFLINE": "1"}
+    log = open(work / "dev.log", "w")
+    proc = subprocess.Popen(
+        [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port), "--host", "127.0.0.1",
+         "--config", str(REPO / "langgraph.json")],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    client = sdk.get_sync_client(url=url)
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            client.assistants.search(limit=1)
+            break
+        except Exception:
+            time.sleep(1)
+    else:
+        proc.kill()
+    if proc.poll() is not None:
+        log.close()
+        pytest.fail("langgraph dev exited:\n" + (work / "dev.log").read_text()[-3000:])
+    yield client, fake
+    os.killpg(proc.pid, 15)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+    log.close()
+    fake.__exit__(None, None, None)
+
+
+def test_every_graph_loads_with_state_and_context(server):
+    client, _ = server
+    graphs = json.loads((REPO / "langgraph.json").read_text())["graphs"]
+    found = {a["graph_id"]: a for a in client.assistants.search(limit=100)}
+    assert set(graphs) <= set(found)
+    for gid in graphs:
+        schemas = client.assistants.get_schemas(found[gid]["assistant_id"])
+        ctx = schemas["context_schema"]["properties"]
+        assert "llm" in ctx and ctx["llm"].get("description"), gid
+        assert all(p.get("description") for p in ctx.values()), f"{gid}: a Context knob lacks a description"
+        assert {"question", "documents"} <= set(schemas["input_schema"]["properties"]), gid
+        assert "answer" in schemas["output_schema"]["properties"], gid
+        assert schemas["state_schema"]["properties"], gid
+
+
+def test_run_vanilla_through_the_server(server):
+    client, fake = server
+    docs = [{"title": "Eiffel", "text": "Opened 1889."}, {"title": "Height", "text": "330 m."},
+            {"title": "Fair", "text": "1889 World's Fair."}]
+    out = client.runs.wait(None, "vanilla", input={"question": "Eiffel Tower?", "documents": docs},
+                           context={"llm": "openai:fake-model"})
+    sents = out["answer"]["sentences"]
+    assert [s["citations"] for s in sents] == [[2], [1, 3]]
+    assert fake.requests and fake.requests[-1]["model"] == "fake-model"
