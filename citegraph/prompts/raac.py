@@ -18,6 +18,7 @@ models can tell the steps apart.
 
 from __future__ import annotations
 
+from citegraph.prompts.alce import format_docs
 from citegraph.state import Document
 from citegraph.state.raac import ASPECTS
 
@@ -45,15 +46,8 @@ ASPECT_RUBRIC = {
 
 
 def format_documents(documents: list[Document], max_words: int | None = None) -> str:
-    out = []
-    for i, d in enumerate(documents, 1):
-        text = d.text
-        if max_words:
-            words = text.split()
-            text = " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "")
-        title = f"(Title: {d.title})" if d.title else ""
-        out.append(f"Document [{i}]{title}: {text}")
-    return "\n".join(out)
+    """Documents in ALCE's ``Document [i](Title: t): text`` format (shared with the baselines)."""
+    return format_docs(documents, max_words=max_words).rstrip("\n")
 
 
 def generate_prompt(question: str, documents: list[Document], max_words: int | None = None) -> str:
