@@ -51,7 +51,11 @@ def per_doc_script(answer: str, irrelevant=("Beta", "Delta")):
 
 
 def answer_prompt(model):
-    return [c for c in model.calls if "Answer:" in c["messages"][-1].content][-1]["messages"][-1].content
+    """The answer prompt's own block (after any demonstrations)."""
+    from citegraph.prompts.alce import DEMO_SEP
+
+    full = [c for c in model.calls if "Answer:" in c["messages"][-1].content][-1]["messages"][-1].content
+    return full.split(DEMO_SEP)[-1]
 
 
 @pytest.mark.parametrize("method", ["summ", "snippet"])

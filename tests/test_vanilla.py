@@ -47,3 +47,15 @@ def test_answer_item_counts_usage_per_node(docs, scripted):
     assert usage["nodes"]["generate"]["calls"] == 1
     assert "attribute" in usage["nodes"] and usage["nodes"]["attribute"]["runs"] == 1
     assert ans.metadata["usage"]["llm_calls"] == 1
+
+
+def test_builtin_one_shot_demo_by_default_and_off_with_ndemo_0(docs, scripted):
+    from citegraph.prompts.alce import BUILTIN_DEMO, DEMO_SEP
+
+    spec, model = scripted(["Alpha [1]."])
+    g = build_graph("vanilla")
+    g.invoke({"question": "Q", "documents": docs}, context=VanillaContext(llm=spec))
+    g.invoke({"question": "Q", "documents": docs}, context=VanillaContext(llm=spec, ndemo=0))
+    with_demo, without = (c["messages"][-1].content for c in model.calls)
+    assert with_demo.count(DEMO_SEP) == 1 and BUILTIN_DEMO["answer"] in with_demo
+    assert BUILTIN_DEMO["question"] not in without and with_demo.endswith(without)

@@ -1,7 +1,7 @@
 """ALCE's prompt format (princeton-nlp/ALCE, ``prompts/*_default.json``).
 
-The instruction and formats below are ALCE's own; demonstrations can be loaded from ALCE's prompt
-files (``Context.demos_file`` / ``ndemo``).
+The instruction and formats below are ALCE's own; demonstrations come from ALCE's prompt files
+(``Context.demos_file`` / ``ndemo``) or from our built-in one-shot demo.
 """
 
 from __future__ import annotations
@@ -40,6 +40,21 @@ def load_prompt_file(path: str) -> dict:
     return json.loads(Path(path).read_text())
 
 
+# Our own one-shot demonstration (short, so it costs ~170 prompt tokens): small local models
+# follow the [n] citation format only when they have seen it once. ALCE's demos (``demos_file``)
+# replace it when given.
+BUILTIN_DEMO = {
+    "question": "How high is Mount Everest, and who first climbed it?",
+    "docs": [
+        {"title": "Mount Everest", "text": "Mount Everest is Earth's highest mountain above sea level, located in the Himalayas. Its elevation of 8,849 metres was established in 2020."},
+        {"title": "Tenzing Norgay", "text": "Tenzing Norgay and Edmund Hillary made the first confirmed ascent of Mount Everest on 29 May 1953."},
+        {"title": "K2", "text": "K2 is the second-highest mountain on Earth, at 8,611 metres."},
+    ],
+    "answer": "Mount Everest is Earth's highest mountain, with an elevation of 8,849 metres [1]. "
+              "It was first climbed by Tenzing Norgay and Edmund Hillary on 29 May 1953 [2].",
+}
+
+
 def build_prompt(
     question: str,
     documents: list[Document],
@@ -48,22 +63,33 @@ def build_prompt(
     demos_file: str | None = None,
     ndemo: int = 0,
     max_doc_words: int | None = None,
+    demo_doc_field: str = "text",
 ) -> str:
-    """ALCE's VANILLA prompt: optional demonstrations, then the question and numbered documents."""
+    """ALCE's prompt: ``ndemo`` demonstrations, then the question and numbered documents.
+
+    Demonstrations come from ALCE's prompt file ``demos_file`` (its instruction and formats win),
+    or, without one, from :data:`BUILTIN_DEMO`. ``demo_doc_field`` shows the demo documents'
+    ``summary`` / ``extraction`` instead of their text (ALCE's SUMM / SNIPPET prompts).
+    """
     demo_prompt, doc_prompt, sep = DEMO_PROMPT, DOC_PROMPT, DEMO_SEP
-    parts: list[str] = []
-    if demos_file and ndemo > 0:
+    demos: list[dict] = []
+    if ndemo > 0 and demos_file:
         spec = load_prompt_file(demos_file)
         instruction = spec.get("instruction", instruction)
         demo_prompt = spec.get("demo_prompt", demo_prompt)
         doc_prompt = spec.get("doc_prompt", doc_prompt)
         sep = spec.get("demo_sep", sep)
-        for demo in spec.get("demos", [])[:ndemo]:
-            docs = [Document(title=d.get("title", ""), text=d.get("text", "")) for d in demo.get("docs", [])]
-            parts.append(
-                demo_prompt.replace("{INST}", instruction).replace("{Q}", demo["question"])
-                .replace("{D}", format_docs(docs, doc_prompt, max_doc_words)).replace("{A}", demo["answer"])
-            )
+        demos = spec.get("demos", [])[:ndemo]
+    elif ndemo > 0:
+        demos = [BUILTIN_DEMO]
+    parts: list[str] = []
+    for demo in demos:
+        # all demo documents are kept: the demo answers cite them by position
+        docs = [Document(title=d.get("title", ""), text=d.get(demo_doc_field) or d.get("text", "")) for d in demo.get("docs", [])]
+        parts.append(
+            demo_prompt.replace("{INST}", instruction).replace("{Q}", demo["question"])
+            .replace("{D}", format_docs(docs, doc_prompt, max_doc_words)).replace("{A}", demo["answer"])
+        )
     parts.append(
         demo_prompt.replace("{INST}", instruction).replace("{Q}", question)
         .replace("{D}", format_docs(documents, doc_prompt, max_doc_words)).replace("{A}", "").rstrip()

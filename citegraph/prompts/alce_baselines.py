@@ -12,7 +12,7 @@ the RAAC appendix text if it differs.
 
 from __future__ import annotations
 
-from citegraph.prompts.alce import DEMO_PROMPT, DEMO_SEP, DOC_PROMPT, INSTRUCTION, format_docs, load_prompt_file
+from citegraph.prompts.alce import build_prompt
 from citegraph.state import Document
 
 SUMMARY_PROMPT = (
@@ -61,23 +61,4 @@ def build_shorter_prompt(
     """ALCE's answer prompt over shortened documents (``use_shorter``): demonstrations (when
     ``demos_file`` has them, e.g. ALCE's ``asqa_sum_or_ext.json``) show their documents'
     ``summary`` / ``extraction`` field instead of the text."""
-    instruction, demo_prompt, doc_prompt, sep = INSTRUCTION, DEMO_PROMPT, DOC_PROMPT, DEMO_SEP
-    parts: list[str] = []
-    if demos_file and ndemo > 0:
-        spec = load_prompt_file(demos_file)
-        instruction = spec.get("instruction", instruction)
-        demo_prompt = spec.get("demo_prompt", demo_prompt)
-        doc_prompt = spec.get("doc_prompt", doc_prompt)
-        sep = spec.get("demo_sep", sep)
-        for demo in spec.get("demos", [])[:ndemo]:
-            # all demo documents are kept: the demo answers cite them by position
-            docs = [Document(title=d.get("title", ""), text=d.get(kind) or d.get("text", "")) for d in demo.get("docs", [])]
-            parts.append(
-                demo_prompt.replace("{INST}", instruction).replace("{Q}", demo["question"])
-                .replace("{D}", format_docs(docs, doc_prompt)).replace("{A}", demo["answer"])
-            )
-    parts.append(
-        demo_prompt.replace("{INST}", instruction).replace("{Q}", question)
-        .replace("{D}", format_docs(short_docs, doc_prompt)).replace("{A}", "").rstrip()
-    )
-    return sep.join(parts)
+    return build_prompt(question, short_docs, demos_file=demos_file, ndemo=ndemo, demo_doc_field=kind)

@@ -13,7 +13,7 @@ from citegraph.state.base import BaseContext, InputState, OutputState, knob
 class VanillaContext(BaseContext):
     """Knobs of the VANILLA baseline."""
 
-    ndemo: int = knob(0, "Number of ALCE demonstrations to put in the prompt (needs demos_file).")
+    ndemo: int = knob(1, "Demonstrations in the prompt: from demos_file, else our built-in one-shot demo (0 = none).")
     demos_file: str = knob("", "ALCE prompt file with demos, e.g. ../shared/data/alce/prompts/asqa_default.json.")
     max_doc_words: int = knob(0, "Truncate each document to this many words in the prompt (0 = no limit).")
     attach_trailing_citations: bool = knob(True, "A citation after the period belongs to the sentence before it.")
