@@ -66,9 +66,9 @@ def generate(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
 
 
 def vanilla_generate(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
-    """Ablation 'w/o TextAgent': a single ALCE VANILLA generation, no feedback loop."""
+    """Ablation 'w/o TextAgent': a single VANILLA generation (same prompt and one-shot demo as the vanilla graph)."""
     ctx = runtime.context
-    prompt = build_prompt(state.question, state.working_documents, max_doc_words=_max_words(ctx))
+    prompt = build_prompt(state.question, state.working_documents, ndemo=1, max_doc_words=_max_words(ctx))
     text = chat_text(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens).strip()
     rnd = TextRound(calibration_round=state.calibration_round, round=1, kind="vanilla", summary=text)
     draft = answer_from_text(text, state.question, state.working_documents, method="raac",
