@@ -71,7 +71,7 @@ def test_run_resumes_after_kill_without_loss_or_duplicates(tmp_path):
 
     def reply(body):
         time.sleep(0.4)
-        q = body["messages"][-1]["content"].split("Question: ")[1].split("?")[0]
+        q = body["messages"][-1]["content"].split("Question: ")[-1].split("?")[0]
         return f"{q} holds [1]. Another claim [2][3]."
 
     with FakeOpenAI(reply) as srv:

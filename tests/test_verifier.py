@@ -407,3 +407,22 @@ def test_heldout_split_is_reproducible_and_excludes_expertqa():
     assert sorted(held) == saved["lines"]
     assert not any(attr[i]["source"] == "attributionbench/ExpertQA" for i in held)
     assert len({attr[i]["source"] for i in held}) == len({r["source"] for r in attr}) - 1  # every source
+
+
+def test_empty_premise_is_never_entailed_and_costs_no_model_call():
+    calls = []
+    v = V.FunctionVerifier(lambda p, h: calls.append((p, h)) or 0.9)
+    assert v.score([("", "claim"), ("   ", "claim"), ("evidence", "claim")]) == [0.0, 0.0, 0.9]
+    assert calls == [("evidence", "claim")]
+
+
+def test_pairs_are_reported_to_the_active_usage_tracker():
+    from citegraph.tools.usage import UsageTracker
+
+    v = V.FunctionVerifier(lambda p, h: 0.7)
+    t = UsageTracker()
+    with t.active():
+        v.score([("a", "b"), ("a", "b"), ("c", "d")])
+        v.score([("a", "b")])
+    v.score([("e", "f")])  # outside the tracker: not counted
+    assert (t.verifier_pairs, t.verifier_cache_hits) == (2, 2)

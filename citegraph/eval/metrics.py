@@ -70,28 +70,11 @@ def resolve_verifier(verifier: Any):
 
 
 def judge(verifier: Any, pairs: Sequence[Pair]) -> list[bool]:
-    """``verifier.entails_many(pairs)``, counted against the active usage tracker.
-
-    When the verifier does not report its pairs to :mod:`citegraph.tools.usage` itself, the
-    difference in its ``stats`` is recorded here (so graph nodes that verify are costed)."""
+    """``verifier.entails_many(pairs)`` on a spec or verifier object (verifiers report the pairs
+    they score to the active :class:`~citegraph.tools.usage.UsageTracker` themselves)."""
     if not pairs:
         return []
-    v = resolve_verifier(verifier)
-    from citegraph.tools import usage
-
-    tracker = usage._current.get()
-    stats = getattr(v, "stats", None)
-    before_t = tracker.verifier_pairs if tracker is not None else 0
-    before_s = (getattr(stats, "pairs_scored", 0), getattr(stats, "cache_hits", 0)) if stats is not None else None
-    out = [bool(x) for x in v.entails_many(list(pairs))]
-    if tracker is not None and tracker.verifier_pairs == before_t:
-        if before_s is not None:
-            scored = getattr(stats, "pairs_scored", 0) - before_s[0]
-            hits = getattr(stats, "cache_hits", 0) - before_s[1]
-        else:
-            scored, hits = len(pairs), 0
-        usage.record_verifier(scored, hits)
-    return out
+    return [bool(x) for x in resolve_verifier(verifier).entails_many(list(pairs))]
 
 
 def run_jobs(verifier: Any, jobs: Sequence[Job]) -> list[Any]:

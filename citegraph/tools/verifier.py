@@ -33,6 +33,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from citegraph.tools.usage import record_verifier
+
 Pair = tuple[str, str]
 
 ASSET_DIR = Path(__file__).resolve().parent.parent / "assets" / "verifier"
@@ -108,17 +110,20 @@ class Verifier:
                 else:
                     seen.add(pair)
                     todo.append(pair)
-            fresh: dict[Pair, float] = {}
-            if todo:
+            # nothing entails a claim from an empty premise (e.g. a claim with no evidence)
+            fresh: dict[Pair, float] = {pair: 0.0 for pair in todo if not pair[0].strip()}
+            model_todo = [pair for pair in todo if pair not in fresh]
+            if model_todo:
                 t0 = time.perf_counter()
-                scores = self._score_uncached(todo)
+                scores = self._score_uncached(model_todo)
                 self.stats.seconds += time.perf_counter() - t0
-                if len(scores) != len(todo):
-                    raise RuntimeError(f"verifier {self.spec!r} returned {len(scores)} scores for {len(todo)} pairs")
-                self.stats.pairs_scored += len(todo)
-                fresh = {pair: float(s) for pair, s in zip(todo, scores)}
-                if self._use_cache:
-                    self._cache.update(fresh)
+                if len(scores) != len(model_todo):
+                    raise RuntimeError(f"verifier {self.spec!r} returned {len(scores)} scores for {len(model_todo)} pairs")
+                fresh.update({pair: float(s) for pair, s in zip(model_todo, scores)})
+            self.stats.pairs_scored += len(todo)
+            if self._use_cache:
+                self._cache.update(fresh)
+            record_verifier(len(todo), len(pairs) - len(todo))
             return [fresh[p] if p in fresh else self._cache[p] for p in pairs]
 
     def entails(self, premise: str, hypothesis: str, threshold: float | None = None) -> bool:
