@@ -283,7 +283,7 @@ def test_verify_file_round_trip(tmp_path):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["a", "b", "c"]
     assert [r["entailed"] for r in rows] == [True, False, True]
-    assert [r["score"] for r in rows] == [1.0, 0.0, 1.0]
+    assert [r["probability"] for r in rows] == [1.0, 0.0, 1.0]
     assert rows[0]["premise"] == "The sky is blue today"
     assert summary["pairs"] == 3 and summary["entailed"] == 2 and summary["not_entailed"] == 1
     assert summary["pairs_scored"] == 2 and summary["cache_hits"] == 1

@@ -529,7 +529,7 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
                 spec: str = "default", threshold: float | None = None) -> dict:
     """Score a JSONL file of ``{"premise", "hypothesis", ...}`` lines.
 
-    Each input line is written back with ``score`` (P(entailed)) and ``entailed`` (bool) added,
+    Each input line is written back with ``probability`` (P(entailed)) and ``entailed`` (bool) added,
     to ``output_path`` or, when it is None, to stdout. Returns a summary dict.
     """
     rows = _read_pairs(pairs_path)
@@ -541,7 +541,7 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
     thr = verifier.threshold if threshold is None else float(threshold)
     out_lines = []
     for r, s in zip(rows, scores):
-        out_lines.append(json.dumps({**r, "score": round(s, 6), "entailed": bool(s >= thr)}, ensure_ascii=False))
+        out_lines.append(json.dumps({**r, "probability": round(s, 6), "entailed": bool(s >= thr)}, ensure_ascii=False))
     text = "\n".join(out_lines) + ("\n" if out_lines else "")
     if output_path is None or str(output_path) == "-":
         sys.stdout.write(text)
@@ -561,6 +561,7 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
         "pairs_scored": verifier.stats.pairs_scored - before.pairs_scored,
         "cache_hits": verifier.stats.cache_hits - before.cache_hits,
         "seconds": round(seconds, 3),
+        "pairs_per_second": round(len(rows) / seconds, 1) if seconds > 0 else None,
         "output": None if output_path is None else str(output_path),
     }
 
@@ -568,6 +569,8 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
 def _run_verify(args: argparse.Namespace) -> int:
     summary = verify_file(args.pairs, args.output, spec=args.verifier, threshold=args.threshold)
     print(json.dumps(summary), file=sys.stderr)
+    print(f"{summary['pairs']} pairs, {summary['entailed']} entailed, {summary['pairs_per_second']} pairs/s "
+          f"({summary['pairs_scored']} scored, {summary['cache_hits']} cache hits)", file=sys.stderr)
     return 0
 
 
@@ -578,7 +581,7 @@ def add_verify_command(subparsers) -> argparse.ArgumentParser:
     """
     p = subparsers.add_parser(
         "verify", help="score (premise, hypothesis) pairs with an entailment verifier",
-        description="Read JSONL lines with premise and hypothesis; write them back with score and entailed.",
+        description="Read JSONL lines with premise and hypothesis; write them back with probability and entailed.",
     )
     p.add_argument("--pairs", required=True, help="JSONL file, one {premise, hypothesis} object per line")
     p.add_argument("--verifier", default="default", help="verifier spec (default, hf-classifier:PATH, hf-seq2seq:PATH, llm-judge[:SPEC])")
