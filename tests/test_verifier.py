@@ -324,7 +324,9 @@ def test_add_verify_command(tmp_path, capsys):
     args = parser.parse_args(["verify", "--pairs", str(src), "--verifier", "stub:keyword", "--output", str(out)])
     assert args.func(args) == 0
     assert json.loads(out.read_text())["entailed"] is False
-    assert json.loads(capsys.readouterr().err)["pairs"] == 1
+    err = capsys.readouterr().err.splitlines()
+    assert json.loads(err[0])["pairs"] == 1
+    assert err[1].startswith("1 pairs, 0 entailed,") and "pairs/s" in err[1]
     defaults = parser.parse_args(["verify", "--pairs", "x.jsonl"])
     assert defaults.verifier == "default" and defaults.output is None
 
