@@ -245,6 +245,9 @@ class _HFVerifier(Verifier):
         self.max_length = int(max_length)
         self.max_premise_tokens = max_premise_tokens
         self.window_overlap = int(window_overlap)
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar in CLI output
         try:
             self._load()
         except Exception as exc:  # noqa: BLE001
