@@ -6,7 +6,6 @@ so each expected score below can be worked out by hand.
 
 from __future__ import annotations
 
-import re
 
 import pytest
 
@@ -14,25 +13,8 @@ from citegraph.eval.metrics import (
     alce_citation_scores, claims_recall, qampari_scores, raac_citation_f1, rouge_lsum, str_em,
 )
 from citegraph.state import AttributedAnswer, CitedSentence, Document
-from citegraph.tools.verifier import Verifier
 
-STOP = {"the", "a", "an", "is", "are", "was", "in", "of", "and", "by", "to", "it", "title"}
-
-
-def words(t: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", t.lower()) if w not in STOP}
-
-
-class KeywordVerifier(Verifier):
-    """Deterministic stub: P = 1 iff the hypothesis' content words are all in the premise."""
-
-    def __init__(self):
-        super().__init__(spec="stub:keyword")
-        self.calls: list[list[tuple[str, str]]] = []
-
-    def _score_uncached(self, pairs):
-        self.calls.append(list(pairs))
-        return [1.0 if words(h) <= words(p) else 0.0 for p, h in pairs]
+from stubs import KeywordVerifier  # noqa: E402
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citegraph.tools.program import (
-    MAX_DEPTH, Call, ErrorKind, ParsedProgram, ProgramError, SentenceRef, depth, leaf_ids, parse_program, post_order,
+    MAX_DEPTH, Call, ErrorKind, ParsedProgram, ProgramError, depth, leaf_ids, parse_program, post_order,
 )
 
 IDS = {f"S{i}" for i in range(1, 13)}

@@ -14,7 +14,7 @@ from citegraph.state.genprog import (
     GenProgContext, GenProgState, ModuleExecution, SourceSentence, TreeResult, TreeTask,
 )
 from citegraph.tools.models import chat_text
-from citegraph.tools.program import LLM_MODULES, ParsedProgram, ProgramError, ProgramTree, SentenceRef, leaf_ids, parse_program, post_order
+from citegraph.tools.program import LLM_MODULES, ParsedProgram, ProgramError, SentenceRef, leaf_ids, parse_program, post_order
 
 
 # --------------------------------------------------------------------------- sources
