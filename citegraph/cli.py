@@ -208,20 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands():
     """Commands defined next to the code they drive (verifier, evaluator, benchmark)."""
-    regs = []
-    for mod, attr in (
-        ("citegraph.tools.verifier", "add_verify_command"),
-        ("citegraph.eval.commands", "add_eval_commands"),
-    ):
-        try:
-            module = __import__(mod, fromlist=[attr])
-        except ImportError as e:
-            if e.name and e.name.startswith("citegraph"):
-                continue
-            raise
-        if hasattr(module, attr):
-            regs.append(getattr(module, attr))
-    return regs
+    from citegraph.eval.commands import add_eval_commands
+    from citegraph.tools.verifier import add_verify_command
+
+    return [add_verify_command, add_eval_commands]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
