@@ -125,8 +125,31 @@ def test_bench_writes_report_and_resumes(tmp_path, scripted, capsys):
     assert len(model.calls) == n_calls
 
 
+def test_bench_method_variants_get_their_own_settings_and_files(tmp_path, scripted, capsys):
+    data = tmp_path / "asqa.json"
+    data.write_text(json.dumps([{"sample_id": "q0", "question": "Capitals?", "docs": DOCS,
+                                 "qa_pairs": [{"short_answers": ["Paris"]}],
+                                 "annotations": [{"long_answer": "Paris."}]}]))
+    spec, model = scripted(bench_script)
+    out = tmp_path / "bench"
+    argv = ["bench", "--methods", "rerank,rerank:n_samples=3", "--data", str(data), "--out", str(out),
+            "--llm", spec, "--verifier", "stub:cli-kw", "--set", "n_samples=2"]
+    assert main(argv) == 0
+    plain = json.loads((out / "raw" / "rerank.json").read_text())
+    variant = json.loads((out / "raw" / "rerank:n_samples=3.json").read_text())
+    assert plain["args"]["context"]["n_samples"] == 2  # --set
+    assert variant["args"]["context"]["n_samples"] == 3  # the variant's own setting wins
+    assert variant["args"]["method"] == "rerank" and variant["args"]["variant"] == "rerank:n_samples=3"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rerank"]["llm_calls"] == 2.0 and summary["rerank:n_samples=3"]["llm_calls"] == 3.0
+    assert "| rerank:n_samples=3 | 1 |" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["eval", "--input", "/nonexistent/out.json"], "not found"),
+    (["bench", "--methods", "vanilla:ndemo", "--data", "DATA"], "expected method:key=value"),
+    (["bench", "--methods", "vanilla:nosuch=1", "--data", "DATA"], "vanilla has no setting nosuch"),
+    (["bench", "--methods", "nosuch:k=1", "--data", "DATA"], "unknown method"),
     (["bench", "--methods", "vanilla,nosuch", "--data", "x.json"], "unknown method"),
     (["bench", "--methods", "vanilla", "--data", "DATA", "--limit", "0"], "--limit"),
     (["eval", "--input", "DATA", "--verifier", "stub:cli-kw"], "no 'output'"),

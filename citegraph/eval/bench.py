@@ -43,6 +43,25 @@ def method_context(method: str, *, llm: str | None, verifier: str | None, overri
     return make_context(method, **kw)
 
 
+def parse_method(label: str) -> tuple[str, dict[str, Any]]:
+    """``"genprog:refine=true:max_candidates=3"`` → ``("genprog", {"refine": True, "max_candidates": 3})``.
+
+    A variant is a method plus Context settings of its own (values parsed as JSON when possible), so
+    ablations and on/off comparisons sit in one report; its label names its raw files.
+    """
+    name, *settings = [x.strip() for x in label.split(":")]
+    own: dict[str, Any] = {}
+    for s in settings:
+        k, eq, v = s.partition("=")
+        if not eq or not k.strip():
+            raise InputError(f"method variant {label!r}: expected method:key=value[:key=value], got {s!r}")
+        try:
+            own[k.strip()] = json.loads(v)
+        except json.JSONDecodeError:
+            own[k.strip()] = v
+    return name, own
+
+
 def _cell(mean: float | None, ci: Sequence[float] | None, digits: int = 1) -> str:
     if mean is None:
         return "–"
@@ -117,19 +136,30 @@ def run_bench(
     """Run, score and report. Returns ``{"scores": {method: score result}, "runs": {...}, "report": path}``."""
     from citegraph.eval.datasets import load_items
     from citegraph.eval.runner import run_dataset
-    from citegraph.graphs.registry import entry
+    from citegraph.graphs.registry import context_class, entry
 
     methods = [m.strip() for m in methods if m.strip()]
     if not methods:
         raise InputError("--methods needs at least one method")
     if len(set(methods)) != len(methods):
         raise InputError("--methods lists a method twice")
+    base: dict[str, str] = {}
+    own: dict[str, dict[str, Any]] = {}
     for m in methods:
-        entry(m)  # unknown method → InputError
+        base[m], own[m] = parse_method(m)
+        entry(base[m])  # unknown method → InputError
+        if any(c in m for c in '/\\'):
+            raise InputError(f"method variant {m!r}: '/' and '\\' are not allowed (the label names a file)")
     if limit is not None and limit < 1:
         raise InputError("--limit must be at least 1")
     overrides = dict(overrides or {})
-    contexts = {m: method_context(m, llm=llm, verifier=verifier, overrides=overrides) for m in methods}
+    contexts = {}
+    for m in methods:
+        known = {f.name for f in fields(context_class(base[m]))}
+        bad = sorted(set(own[m]) - known)
+        if bad:
+            raise InputError(f"method variant {m!r}: {base[m]} has no setting {', '.join(bad)}")
+        contexts[m] = method_context(base[m], llm=llm, verifier=verifier, overrides={**overrides, **own[m]})
     unused = [k for k in overrides if not any(k in {f.name for f in fields(c)} for c in contexts.values())]
     if unused:
         raise InputError(f"--set {', '.join(unused)}: no selected method has such a setting")
@@ -147,10 +177,10 @@ def run_bench(
         raw = out / "raw" / f"{m}.json"
         t0 = time.perf_counter()
         runs[m] = run_dataset(
-            m, items, raw, contexts[m], concurrency=concurrency, overwrite=overwrite,
+            base[m], items, raw, contexts[m], concurrency=concurrency, overwrite=overwrite,
             progress=(lambda d, t, m=m: progress(m, d, t)) if progress else None,
             on_error=(lambda it, e, m=m: on_error(m, it, e)) if on_error else None,
-            extra_args={"input": str(Path(data).resolve()), "limit": limit},
+            extra_args={"input": str(Path(data).resolve()), "limit": limit, "variant": m},
         )
         runs[m]["wall_seconds"] = round(time.perf_counter() - t0, 2)
         if not raw.exists():

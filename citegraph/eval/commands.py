@@ -99,7 +99,8 @@ def add_eval_commands(subparsers) -> None:
     p.set_defaults(func=cmd_eval)
 
     p = subparsers.add_parser("bench", help="run, score and compare methods; writes a report folder (resumable)")
-    p.add_argument("--methods", required=True, help="comma-separated, e.g. vanilla,summ,snippet,rerank")
+    p.add_argument("--methods", required=True, help="comma-separated, e.g. vanilla,summ,snippet,rerank; a variant adds its own settings: "
+                   "genprog:refine=true, raac:use_calibration=false")
     p.add_argument("--data", required=True, help="ALCE-style JSON/JSONL with question + docs (+ gold fields)")
     p.add_argument("--limit", type=int, default=None, help="only the first N items")
     p.add_argument("--out", default="bench", help="report folder (default: ./bench)")
