@@ -39,6 +39,8 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
     ap.add_argument("--verifier", default="default")
+    ap.add_argument("--quantize", choices=["shipped", "none", "int8"], default="shipped",
+                    help="CPU weights of --verifier: as shipped (assets/verifier/inference.json), fp32 or dynamic int8")
     ap.add_argument("--judge", default="llm-judge:local")
     ap.add_argument("--judge-sample", type=int, default=200, help="pairs per set for the slow llm-judge")
     ap.add_argument("--skip-judge", action="store_true")
@@ -107,6 +109,16 @@ def metrics(y, p, thr=0.5):
     return bacc, auc
 
 
+def load_verifier(args):
+    from citegraph.tools.verifier import get_verifier
+
+    kw = {} if args.quantize == "shipped" or args.verifier.startswith("llm-judge") else {"quantize": args.quantize}
+    ver = get_verifier(args.verifier, **kw)
+    print(f"verifier {args.verifier}: max_length {getattr(ver, 'max_length', '-')}, "
+          f"int8 {getattr(ver, 'quantized', False)}, device {getattr(ver, 'device', '-')}")
+    return ver
+
+
 def timed_score(verifier, pairs):
     verifier.clear_cache()
     t = time.perf_counter()
@@ -136,7 +148,7 @@ def accuracy(args, data: Path):
           f"= not entailed; Missing claims have no evidence, premise is empty); excluded: "
           + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) + " (Partial excluded by design)")
 
-    ver = get_verifier(args.verifier)
+    ver = load_verifier(args)
     rows, partial_rows = [], []
     judge = None
     judge_note = ""
@@ -243,10 +255,9 @@ def one_pair_loop(ver, pairs):
 
 
 def throughput(args, data: Path):
-    from citegraph.tools.verifier import get_verifier
 
     pairs, n_unique = alce_pairs(data, args.throughput_pairs, args.repeat_share, args.seed)
-    ver = get_verifier(args.verifier)
+    ver = load_verifier(args)
     loop_scores, loop_pps = one_pair_loop(ver, pairs)
     ver.clear_cache()
     before = (ver.stats.pairs_scored, ver.stats.cache_hits, ver.stats.batches)

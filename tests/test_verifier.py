@@ -234,6 +234,17 @@ def test_device_auto_is_cpu_fp32_without_cuda(tmp_path):
     assert v.device == "cpu" and next(v.model.parameters()).dtype == torch.float32
 
 
+def test_int8_quantized_classifier_stays_close_to_fp32(tmp_path):
+    path = make_bert(tmp_path / "m", {0: "not_entailment", 1: "entailment"})
+    pairs = [("the cat sat on the mat .", "a cat is on the mat ."), ("dogs bark at night .", "the moon is bright .")]
+    full = V.get_verifier(f"hf-classifier:{path}", device="cpu").score(pairs)
+    q = V.get_verifier(f"hf-classifier:{path}", device="cpu", quantize="int8")
+    assert q.quantized and "quantized.dynamic" in type(q.model.bert.encoder.layer[0].attention.self.query).__module__
+    assert q.score(pairs) == pytest.approx(full, abs=0.05)
+    with pytest.raises(Exception, match="quantize"):
+        V.get_verifier(f"hf-classifier:{path}", device="cpu", quantize="int4")
+
+
 def test_missing_model_raises_clear_error(tmp_path):
     with pytest.raises(Exception, match="cannot load verifier"):
         V.get_verifier(f"hf-classifier:{tmp_path / 'nope'}")

@@ -233,10 +233,14 @@ class _HFVerifier(Verifier):
         window_overlap: int = 64,
         batch_size: int = 32,
         num_threads: int | None = None,
+        quantize: str | None = None,
         **kw,
     ):
         super().__init__(spec=spec, batch_size=batch_size, **kw)
         import torch
+
+        if quantize not in (None, "", "none", "int8"):
+            raise ValueError(f"quantize must be 'int8' or none, got {quantize!r}")
 
         if num_threads:
             torch.set_num_threads(int(num_threads))
@@ -253,6 +257,11 @@ class _HFVerifier(Verifier):
         except Exception as exc:  # noqa: BLE001
             raise _load_error(spec, exc) from exc
         self.model.eval()
+        self.quantized = False
+        if quantize == "int8" and self.device == "cpu":
+            # dynamic int8 for every Linear layer (fbgemm/VNNI kernels); CUDA keeps bf16
+            self.model = torch.ao.quantization.quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
+            self.quantized = True
 
     def _load(self) -> None:  # pragma: no cover
         raise NotImplementedError
@@ -435,8 +444,16 @@ _REGISTRY: dict[str, Verifier] = {}
 _INSTANCES: dict[tuple, Verifier] = {}
 _FACTORY_LOCK = threading.Lock()
 
-# settings of the bundled model (see citegraph/assets/verifier/MODEL_CARD.md)
+# settings of the bundled model (see citegraph/assets/verifier/MODEL_CARD.md); the training run
+# writes its sequence length and inference settings to inference.json beside the weights
 DEFAULT_SETTINGS: dict[str, Any] = {"max_length": 256, "batch_size": 32, "window_overlap": 64}
+
+
+def default_settings() -> dict[str, Any]:
+    """DEFAULT_SETTINGS updated by ``assets/verifier/inference.json`` (max_length, quantize, ...)."""
+    f = ASSET_DIR / "inference.json"
+    extra = json.loads(f.read_text(encoding="utf-8")) if f.exists() else {}
+    return {**DEFAULT_SETTINGS, **extra}
 
 
 def register_verifier(spec: str, verifier: Verifier) -> None:
@@ -471,7 +488,7 @@ def _build(spec: str, kw: dict[str, Any]) -> Verifier:
     if spec == "default":
         if not (ASSET_DIR / "config.json").exists():
             raise _load_error(spec, FileNotFoundError(f"{ASSET_DIR} has no trained model"))
-        return HFClassifierVerifier(spec, str(ASSET_DIR), **{**DEFAULT_SETTINGS, **kw})
+        return HFClassifierVerifier(spec, str(ASSET_DIR), **{**default_settings(), **kw})
     if name == "hf-classifier" and arg:
         return HFClassifierVerifier(spec, arg, **kw)
     if name == "hf-seq2seq" and arg:
