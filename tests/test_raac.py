@@ -214,6 +214,16 @@ def test_garbage_feedback_retries_then_falls_back(five_docs, scripted):
     assert st["answer"].render() == "Beta [2]."
 
 
+def test_null_aspect_in_feedback_is_retried_not_a_crash(five_docs, scripted):
+    # "length": null used to raise AttributeError inside coerce_feedback (not retried, graph crashed)
+    body = json.loads(fb(3))
+    body["length"] = None
+    r = Router(gen=["Alpha [1]."], feedback=[json.dumps(body), fb(3)])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=2)
+    assert r.n("feedback") == 2 and st["rounds"][0].total == 18
+    assert st["text_stop"] == "max score" and any("FeedbackModel" in p for p in st["rounds"][0].problems)
+
+
 def test_refine_failure_ends_loop(five_docs, scripted):
     r = Router(gen=["Alpha [1]."], feedback=[fb(2)], refine=["garbage"])
     st = trace(r, five_docs, scripted, use_calibration=False, k=5)
@@ -287,6 +297,20 @@ def test_discovery_verification_flag(five_docs, scripted):
     r = Router(gen=["Beta is a river in Chile."], feedback=[fb(3)], add=['{"citations": [2]}'])
     st = trace(r, five_docs, scripted, use_calibration=False, verifier=vspec, verify_discovered=False)
     assert st["discoveries"][0].verified is None and st["answer"].sentences[0].citations == [2]
+
+
+def test_discovery_falls_back_to_word_overlap_without_embeddings(five_docs, scripted, monkeypatch):
+    from citegraph.errors import ModelError
+
+    def no_model(texts, spec="minilm"):
+        raise ModelError("the packaged MiniLM is not installed")
+
+    monkeypatch.setattr(citation_mod, "_embed", no_model)
+    r = Router(gen=["Beta is a river in Chile."], feedback=[fb(3)], add=['{"citations": [2]}'])
+    st = trace(r, five_docs, scripted, use_calibration=False)
+    d = st["discoveries"][0]
+    assert d.candidates[0] == 2 and "word overlap" in d.problems[0]
+    assert st["answer"].sentences[0].citations == [2]
 
 
 def test_discovery_garbage_reply_keeps_sentence_uncited(five_docs, scripted):

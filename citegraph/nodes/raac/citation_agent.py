@@ -19,6 +19,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from citegraph.errors import ModelError
 from citegraph.prompts.raac import add_citation_prompt
 from citegraph.state import AttributedAnswer, CitedSentence, Document
 from citegraph.state.raac import AddCitationModel, DiscoveryRecord, RaacContext, RaacState, SubsetCheck, ValidationRecord
@@ -135,7 +136,7 @@ def rank_documents(sentences: list[str], documents: list[Document], spec: str) -
     texts = [d.as_premise() for d in documents]
     try:
         vecs = _embed(list(sentences) + texts, spec)
-    except ImportError as e:
+    except (ImportError, ModelError) as e:  # e.g. the packaged MiniLM is not installed
         problem = f"embeddings unavailable ({e}); ranked by word overlap"
         return [[_lexical_similarity(s, t) for t in texts] for s in sentences], problem
     import numpy as np

@@ -136,8 +136,8 @@ def coerce_feedback(data: Any) -> Any:
             out[a] = {"score": v[0], "suggestion": " ".join(map(str, v[1:]))}
         elif v is not None:
             out[a] = {"score": v, "suggestion": flat_tips.get(a, "")}
-        if a in out and out[a].get("score") is None:
-            out.pop(a)  # nothing to score: let validation ask again
+        if a in out and (not isinstance(out[a], dict) or out[a].get("score") is None):
+            out.pop(a)  # nothing to score (e.g. "length": null): let validation ask again
     return out
 
 
