@@ -332,6 +332,15 @@ def test_gate_pass_when_f1_reaches_tau(five_docs, scripted, monkeypatch):
     assert c.decision == "initial" and c.next == "finalize" and "tau" in c.reason
 
 
+def test_gate_decides_at_the_validators_threshold(five_docs, scripted):
+    vspec, _ = make_verifier(lambda p, h: 0.6)  # entailed at the default 0.5, not at 0.7
+    for thr, f1 in ((0.0, 1.0), (0.7, 0.0)):
+        r = Router(gen=["Alpha is a city [1]. Beta is a river [2]."], feedback=[fb(3)])
+        st = trace(r, five_docs, scripted, verifier=vspec, use_citation_agent=False, verifier_threshold=thr,
+                   max_calibration_rounds=0)
+        assert st["calibrations"][0].f1 == f1, thr
+
+
 def test_gate_accept_maps_dadp_citations_to_original_ids(five_docs, scripted, monkeypatch):
     monkeypatch.setattr(calibration_mod, "citation_f1", fixed_f1([0.5, 0.7]))
     r = Router(

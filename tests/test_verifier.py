@@ -205,6 +205,16 @@ def test_cache_second_call_scores_nothing_new():
     assert v.stats.pairs_scored == 4
 
 
+def test_with_threshold_shares_model_cache_and_counters():
+    calls = []
+    v = V.FunctionVerifier(lambda p, h: calls.append((p, h)) or 0.6, spec="stub:0.6")
+    strict = V.with_threshold(v, 0.7)
+    assert v.entails_many([("a", "b")]) == [True] and strict.entails_many([("a", "b")]) == [False]
+    assert strict.entails("a", "b") is False and strict.score([("a", "b")]) == [0.6]
+    assert len(calls) == 1 and strict.stats is v.stats and v.stats.cache_hits == 3
+    assert V.with_threshold(v, 0) is v and V.with_threshold(v, None) is v
+
+
 def test_threshold():
     v = V.FunctionVerifier(lambda p, h: 0.6, spec="stub:const")
     assert v.threshold == 0.5

@@ -48,6 +48,7 @@ __all__ = [
     "HFSeq2SeqVerifier",
     "LLMJudgeVerifier",
     "get_verifier",
+    "with_threshold",
     "register_verifier",
     "clear_verifier_cache",
     "verify_file",
@@ -454,6 +455,29 @@ def default_settings() -> dict[str, Any]:
     f = ASSET_DIR / "inference.json"
     extra = json.loads(f.read_text(encoding="utf-8")) if f.exists() else {}
     return {**DEFAULT_SETTINGS, **extra}
+
+
+class ThresholdedVerifier:
+    """A view of a verifier whose ``entails``/``entails_many`` use another threshold (same model,
+    same cache, same counters)."""
+
+    def __init__(self, base: Verifier, threshold: float):
+        self.base, self.threshold = base, float(threshold)
+
+    def entails_many(self, pairs: Sequence[Pair], threshold: float | None = None) -> list[bool]:
+        return self.base.entails_many(pairs, self.threshold if threshold is None else threshold)
+
+    def entails(self, premise: str, hypothesis: str, threshold: float | None = None) -> bool:
+        return self.entails_many([(premise, hypothesis)], threshold)[0]
+
+    def __getattr__(self, name: str) -> Any:  # score, stats, spec, ...
+        return getattr(self.base, name)
+
+
+def with_threshold(verifier: Any, threshold: float | None) -> Any:
+    """``verifier`` (object or spec) deciding at ``threshold``; unchanged when ``threshold`` is falsy."""
+    v = get_verifier(verifier) if isinstance(verifier, str) else verifier
+    return ThresholdedVerifier(v, threshold) if threshold else v
 
 
 def register_verifier(spec: str, verifier: Verifier) -> None:

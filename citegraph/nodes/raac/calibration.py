@@ -24,6 +24,14 @@ def citation_f1(answer: AttributedAnswer, verifier: str):
     return raac_citation_f1(answer, verifier)
 
 
+def _gate_verifier(ctx: RaacContext):
+    if ctx.verifier_threshold and ctx.verifier_threshold > 0:
+        from citegraph.tools.verifier import with_threshold
+
+        return with_threshold(ctx.verifier, ctx.verifier_threshold)
+    return ctx.verifier
+
+
 def prepare(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     """Take the top-N ranked documents as D and reset the trace (a thread may be re-invoked)."""
     n = runtime.context.top_docs
@@ -70,7 +78,8 @@ def assess(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
         update.update(best_answer=cand, best_f1=None)
         return {**update, "calibrations": [*state.calibrations, rec], "next_documents": []}
 
-    m = citation_f1(cand, ctx.verifier)
+    # the gate decides entailment at the same threshold as the Validator and Discovery
+    m = citation_f1(cand, _gate_verifier(ctx))
     rec.recall, rec.precision, rec.f1 = float(m.recall), float(m.precision), float(m.f1)
     best, best_f1 = state.best_answer, state.best_f1
     if r == 0 or best is None or best_f1 is None:
