@@ -68,6 +68,20 @@ def test_structured_falls_back_never_raises(scripted):
     assert problems[-1].endswith("used fallback after 2 attempts")
 
 
+def test_structured_coerce_errors_are_retried_and_plain_text_salvaged(scripted):
+    def coerce(d):
+        return {"label": d["label"].lower(), "score": d["score"]}  # TypeError/KeyError on odd shapes
+
+    spec, m = scripted(["[1, 2]", '{"label": "OK", "score": 1}'])
+    v, problems = structured(spec, "judge", Verdict, coerce=coerce, retries=2)
+    assert v == Verdict(label="ok", score=1) and len(m.calls) == 2 and "unexpected JSON shape" in problems[0]
+
+    spec, m = scripted(["The label is good, score 4."])
+    salvage = lambda t: {"label": "good", "score": 4} if "good" in t else None  # noqa: E731
+    v, problems = structured(spec, "judge", Verdict, coerce_text=salvage)
+    assert v == Verdict(label="good", score=4) and len(m.calls) == 1 and "salvaged" in problems[0]
+
+
 def test_structured_without_fallback_raises(scripted):
     spec, _ = scripted(["garbage"])
     with pytest.raises(models.StructuredOutputError):

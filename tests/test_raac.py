@@ -204,14 +204,15 @@ def test_malformed_feedback_is_repaired(five_docs, scripted):
     assert st["text_stop"] == "max score" and r.n("feedback") == 1
 
 
-def test_garbage_feedback_retries_then_falls_back(five_docs, scripted):
+def test_garbage_feedback_retries_then_falls_back_and_stops(five_docs, scripted):
     r = Router(gen=["Alpha [1]."], feedback=["no idea", "still no json", "nope", fb(3)], refine=[refined("Beta [2].")])
-    st = trace(r, five_docs, scripted, use_calibration=False, k=2)
+    st = trace(r, five_docs, scripted, use_calibration=False, k=3)
     first = st["rounds"][0]
     assert first.total == 6 and any("fallback" in p for p in first.problems)
-    assert r.n("feedback") == 4  # 3 attempts for round 1, then round 2 parses
-    assert st["rounds"][1].total == 18
-    assert st["answer"].render() == "Beta [2]."
+    assert r.n("feedback") == 3  # 3 attempts, then the fallback
+    # suggestions that say nothing give a refine nothing to work from: the loop ends
+    assert st["text_stop"] == "feedback failed" and r.n("refine") == 0
+    assert st["answer"].render() == "Alpha [1]."
 
 
 def test_null_aspect_in_feedback_is_retried_not_a_crash(five_docs, scripted):
@@ -222,6 +223,25 @@ def test_null_aspect_in_feedback_is_retried_not_a_crash(five_docs, scripted):
     st = trace(r, five_docs, scripted, use_calibration=False, k=2)
     assert r.n("feedback") == 2 and st["rounds"][0].total == 18
     assert st["text_stop"] == "max score" and any("FeedbackModel" in p for p in st["rounds"][0].problems)
+
+
+@pytest.mark.parametrize("reply", [
+    "Here is the revised summary:\nBeta is a long river in southern Chile [2]. Alpha is a city [1].",
+    '{"summary": "Beta is a long river in southern Chile [2]. Alpha is a city [1]."}',
+    '{"revised_summary": "Beta is a long river in southern Chile [2]. Alpha is a city [1]."}',
+])
+def test_refine_reply_without_the_revised_key_is_salvaged(five_docs, scripted, reply):
+    r = Router(gen=["Alpha [1]."], feedback=[fb(2), fb(3)], refine=[reply])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=3)
+    assert r.n("refine") == 1 and len(st["rounds"]) == 2
+    assert st["rounds"][1].summary.startswith("Beta is a long river") and st["text_stop"] == "max score"
+
+
+def test_large_k_is_not_cut_by_langgraphs_recursion_limit(five_docs, scripted):
+    k = 15  # 31 TextAgent steps: more than the recursion limit of 25 older LangGraph releases defaulted to
+    r = Router(gen=["Alpha [1]."], feedback=[fb(2)], refine=[refined("Alpha is a city [1].")])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=k)
+    assert r.n("feedback") == k and len(st["rounds"]) == k and st["text_stop"] == f"k={k} rounds"
 
 
 def test_refine_failure_ends_loop(five_docs, scripted):

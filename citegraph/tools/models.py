@@ -376,6 +376,7 @@ def structured(
     retries: int = 2,
     fallback: T | Callable[[], T] | None = None,
     coerce: Callable[[Any], Any] | None = None,
+    coerce_text: Callable[[str], Any] | None = None,
     **kwargs: Any,
 ) -> tuple[T, list[str]]:
     """Ask for JSON matching ``schema``; validate, repair, retry (tenacity), then fall back.
@@ -383,7 +384,9 @@ def structured(
     Returns ``(value, problems)``: ``problems`` lists what went wrong on the way (empty on a clean
     first answer). On llama.cpp models the output is grammar-constrained to the schema. When every
     attempt fails and ``fallback`` is given, the fallback is returned (never an exception);
-    otherwise :class:`StructuredOutputError` is raised.
+    otherwise :class:`StructuredOutputError` is raised. ``coerce`` reshapes parsed JSON before
+    validation; ``coerce_text`` salvages a reply that holds no JSON at all (it returns data to
+    validate, or None to retry).
     """
     model = get_chat_model(spec)
     msgs = as_messages(prompt, system)
@@ -394,10 +397,22 @@ def structured(
     def attempt() -> T:
         text = chat_text(spec, msgs, **kwargs)
         try:
-            data = extract_json(text)
-            if coerce is not None:
-                data = coerce(data)
-            return schema.model_validate(data)
+            try:
+                data = extract_json(text)
+                if coerce is not None:
+                    try:
+                        data = coerce(data)
+                    except (TypeError, AttributeError, KeyError, IndexError) as e:  # odd shapes: ask again
+                        raise ValueError(f"unexpected JSON shape ({type(e).__name__}: {e})") from e
+                return schema.model_validate(data)
+            except (ValueError, ValidationError):
+                # no usable JSON (or stray JSON such as a bare "[2]"): salvage the plain text if we can
+                salvaged = coerce_text(text) if coerce_text is not None else None
+                if salvaged is None:
+                    raise
+                value = schema.model_validate(salvaged)
+                problems.append(f"{schema.__name__}: reply was not the JSON asked for; salvaged from plain text")
+                return value
         except (ValueError, ValidationError) as e:
             err = str(e).splitlines()[0][:300]
             problems.append(f"{schema.__name__}: {err}")

@@ -42,6 +42,14 @@ def clean_summary(text: str) -> str:
         except json.JSONDecodeError:
             pass
     t = _LABEL.sub("", t, count=1).strip()
+    lines = t.splitlines()
+    # chatty wrappers: "Here is the revised summary:" before, "Note: ..." after (no citations in them)
+    if len(lines) > 1 and lines[0].rstrip().endswith(":") and not re.search(r"\[\d+", lines[0]):
+        lines = lines[1:]
+    while len(lines) > 1 and re.match(r"\s*(\*\*)?(note|explanation|changes made)\b", lines[-1], re.I) \
+            and not re.search(r"\[\d+", lines[-1]):
+        lines = lines[:-1]
+    t = "\n".join(lines).strip()
     if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
         t = t[1:-1].strip()
     return t
@@ -162,7 +170,9 @@ def feedback(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     })
     rounds[-1] = last
     stop = ""
-    if fb.all_max() and not any("fallback" in p for p in problems):
+    if any("fallback" in p for p in problems):
+        stop = "feedback failed"  # nothing to refine from: another round would repeat this one
+    elif fb.all_max():
         stop = "max score"
     elif state.text_round >= max(1, ctx.k):
         stop = f"k={ctx.k} rounds"
@@ -181,6 +191,7 @@ def refine(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     prompt = refine_prompt(state.question, state.working_documents, state.summary, last.scores, last.suggestions,
                            _max_words(ctx))
     out, problems = structured(ctx.llm, prompt, RefineModel, fallback=lambda: RefineModel(revised=""),
+                               coerce=coerce_refine, coerce_text=refine_from_text,
                                temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
     revised = clean_summary(out.revised)
     if not revised:
@@ -190,6 +201,28 @@ def refine(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     rnd = TextRound(calibration_round=state.calibration_round, round=state.text_round + 1, kind="refine",
                     summary=revised, problems=problems)
     return {"summary": revised, "text_round": state.text_round + 1, "rounds": [*state.rounds, rnd]}
+
+
+_CITE = re.compile(r"\[\d+")
+
+
+def coerce_refine(data: Any) -> Any:
+    """``{"summary": ...}``, ``{"revised_summary": ...}`` or a bare string → ``{"revised": ...}``."""
+    if isinstance(data, str):
+        return {"revised": data}
+    if isinstance(data, dict) and not isinstance(data.get("revised"), str):
+        for key in ("revised_summary", "summary", "revision", "answer", "text"):
+            if isinstance(data.get(key), str):
+                return {"revised": data[key]}
+    return data
+
+
+def refine_from_text(text: str) -> dict | None:
+    """A refine reply written as plain text: keep it if it reads like a cited summary."""
+    t = clean_summary(text)
+    if len(t.split()) >= 8 and _CITE.search(t):
+        return {"revised": t}
+    return None
 
 
 def route_after_refine(state: RaacState) -> str:
