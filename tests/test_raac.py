@@ -52,7 +52,7 @@ class Router:
     def kind(self, text: str) -> str:
         for header, kind in ((GENERATE_HEADER, "gen"), (FEEDBACK_HEADER, "feedback"), (REFINE_HEADER, "refine"),
                              (ADD_CITATION_HEADER, "add")):
-            if text.startswith(header):
+            if header in text:
                 return kind
         return "vanilla"
 

@@ -145,8 +145,16 @@ class LlamaCppChat(BaseChatModel):
         tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
         yes, no = _yes_no_ids(llm)
         with _llama_locks[id(llm)]:
-            llm.reset()
-            llm.eval(tokens)
+            # re-use the KV cache of the longest common prefix with what was evaluated last (a
+            # judge asked about several claims on one passage reads the passage once); at least
+            # one token is evaluated so the logits are this prompt's
+            keep = 0
+            for a, b in zip(llm._input_ids.tolist(), tokens[:-1]):
+                if a != b:
+                    break
+                keep += 1
+            llm.n_tokens = keep
+            llm.eval(tokens[keep:])
             logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
         return _two_way(logits, yes, no)
 

@@ -431,10 +431,12 @@ class LLMJudgeVerifier(Verifier):
         return [premise[s: s + size] for s in range(0, n - self.window_overlap_chars, step)]
 
     def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
-        out = []
-        for p, h in pairs:
+        # pairs grouped by premise: a local model re-uses the cached passage prefix between claims
+        out = [0.0] * len(pairs)
+        for i in sorted(range(len(pairs)), key=lambda i: pairs[i][0]):
+            p, h = pairs[i]
             self.stats.batches += 1
-            out.append(max(self._yes(self.prompt.format(premise=w, hypothesis=h)) for w in self._windows(p)))
+            out[i] = max(self._yes(self.prompt.format(premise=w, hypothesis=h)) for w in self._windows(p))
         return out
 
 
