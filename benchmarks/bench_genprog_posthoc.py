@@ -141,7 +141,9 @@ def main(argv=None) -> int:
                          "local model has an 8k context)")
     ap.add_argument("--per-sentence", type=int, default=1, help="genprog: one planner call per answer sentence (1) or one joint program (0)")
     ap.add_argument("--max-new-tokens", type=int, default=300)
-    ap.add_argument("--output", default=None, help="JSON with per-item predictions and the scores")
+    ap.add_argument("--output", default=None, help="JSON with per-item predictions and the scores; finished items are "
+                    "also journaled to OUTPUT.items.jsonl, and a re-run with the same settings resumes from it")
+    ap.add_argument("--overwrite", action="store_true", help="discard the journal of an earlier run")
     args = ap.parse_args(argv)
 
     path = Path(args.data)
@@ -159,6 +161,21 @@ def main(argv=None) -> int:
     from citegraph.state.genprog import GenProgPosthocContext
 
     items = load(path, args.limit)
+    settings = {k: getattr(args, k) for k in ("data", "llm", "max_source_sentences", "per_sentence", "max_new_tokens")}
+    journal = Path(args.output + ".items.jsonl") if args.output else None
+    done: dict[str, dict] = {}
+    if journal and journal.exists() and not args.overwrite:
+        lines = [json.loads(x) for x in journal.read_text(encoding="utf-8").splitlines() if x.strip()]
+        if lines and lines[0].get("settings") != settings:
+            print(f"bench_genprog_posthoc: {journal} was written with other settings ({lines[0].get('settings')}); "
+                  "pass --overwrite to start again", file=sys.stderr)
+            return 2
+        done = {r["id"]: r for r in lines[1:] if all(m in r for m in methods)}
+        if done:
+            print(f"resuming: {len(done)} item(s) already in {journal}", file=sys.stderr)
+    if journal and (args.overwrite or not journal.exists() or not journal.read_text(encoding="utf-8").strip()):
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        journal.write_text(json.dumps({"settings": settings}) + "\n", encoding="utf-8")
     graph = build_graph("genprog-posthoc")
     ctx = GenProgPosthocContext(llm=args.llm, max_new_tokens=args.max_new_tokens, per_sentence=bool(args.per_sentence),
                                 max_source_sentences=args.max_source_sentences)
@@ -166,6 +183,13 @@ def main(argv=None) -> int:
     seconds = {m: 0.0 for m in methods}
     records = []
     for k, it in enumerate(items, 1):
+        if it["id"] in done:  # journaled by an earlier run: its predictions count, nothing is re-run
+            rec = done[it["id"]]
+            for m in methods:
+                pairs[m] += [({tuple(u) for u in p}, g) for p, g in zip(rec[m]["predicted"], it["gold"])]
+                seconds[m] += rec[m].get("seconds", 0.0)
+            records.append(rec)
+            continue
         offsets = sentence_offsets(it["documents"])
         rec = {"id": it["id"], "question": it["question"], "answer": it["answer"],
                "gold": [sorted(g) for g in it["gold"]]}
@@ -182,11 +206,16 @@ def main(argv=None) -> int:
                 sources = rank_sources(sources, it["question"] + " " + " ".join(it["answer"]), args.max_source_sentences)
                 pred_sids, raw = llm_prompt_baseline(args.llm, it["question"], render_passages(sources), it["answer"],
                                                      {s.sid for s in sources}, args.max_new_tokens)
-            seconds[m] += time.perf_counter() - t0
+            dt = time.perf_counter() - t0
+            seconds[m] += dt
             preds = [to_gold_units(s, offsets, it["spans"]) for s in pred_sids]
             pairs[m] += list(zip(preds, it["gold"]))
-            rec[m] = {"predicted_ids": pred_sids, "predicted": [sorted(p) for p in preds], "raw": raw}
+            rec[m] = {"predicted_ids": pred_sids, "predicted": [sorted(p) for p in preds], "raw": raw,
+                      "seconds": round(dt, 2)}
         records.append(rec)
+        if journal:
+            with journal.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(rec) + "\n")
         print(f"[{k}/{len(items)}] " + "  ".join(f"{m}: F1 {score(pairs[m])['f1']}" for m in methods), file=sys.stderr)
 
     results = {m: {**score(pairs[m]), "seconds": round(seconds[m], 1)} for m in methods}

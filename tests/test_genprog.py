@@ -310,9 +310,22 @@ def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):
                 sids = [sid for sid, (dd, s, e) in off.items() if dd == d and s < b and a < e]
                 assert B.to_gold_units(sids, off, it["spans"]) == {(d, j)}
     assert B.score([({(1, 1), (1, 2)}, {(1, 1)})])["f1"] == 66.7
-    spec, _ = scripted(lambda m, k: "1: S1" if "Supporting sentences:" in m[-1].content else "- extract(S1)")
+    spec, model = scripted(lambda m, k: "1: S1" if "Supporting sentences:" in m[-1].content else "- extract(S1)")
     out = tmp_path / "r.json"
     assert B.main(["--data", str(data), "--llm", spec, "--limit", "2", "--output", str(out)]) == 0
     res = json.loads(out.read_text())["results"]
     assert set(res) == {"genprog", "llm-prompt"} and res["genprog"]["predicted"] >= 1
+    # resumable: a longer run re-uses the journaled items and only asks the model about the new one
+    calls_for_two = len(model.calls)
+    assert B.main(["--data", str(data), "--llm", spec, "--limit", "3", "--output", str(out)]) == 0
+    res3 = json.loads(out.read_text())
+    # item 3 alone: one baseline call plus one planner call per answer sentence
+    assert len(model.calls) - calls_for_two == 1 + len(items[2]["answer"])
+    assert [r["id"] for r in res3["items"][:2]] == [r["id"] for r in items[:2]] and len(res3["items"]) == 3
+    assert res3["results"]["genprog"]["sentences"] > res["genprog"]["sentences"]
+    # other settings than the journal's: a one-line refusal, nothing overwritten
+    before = (tmp_path / "r.json.items.jsonl").read_text()
+    assert B.main(["--data", str(data), "--llm", spec, "--limit", "3", "--output", str(out),
+                   "--max-source-sentences", "20"]) == 2
+    assert (tmp_path / "r.json.items.jsonl").read_text() == before
     assert B.main(["--data", str(tmp_path / "missing.jsonl")]) == 2
