@@ -124,6 +124,12 @@ def test_bench_writes_report_and_resumes(tmp_path, scripted, capsys):
     assert main(argv) == 0  # resumed: nothing left to generate
     assert len(model.calls) == n_calls
 
+    # a shorter selection re-uses the raw files and scores every method on exactly its items
+    assert main([a if a != "2" else "1" for a in argv]) == 0
+    assert len(model.calls) == n_calls
+    assert len(json.loads((out / "raw" / "vanilla.json").read_text())["data"]) == 2  # nothing thrown away
+    assert json.loads((out / "summary.json").read_text())["summ"]["n_items"] == 1.0
+
 
 def test_bench_method_variants_get_their_own_settings_and_files(tmp_path, scripted, capsys):
     data = tmp_path / "asqa.json"

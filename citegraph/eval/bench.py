@@ -185,7 +185,7 @@ def run_bench(
         runs[m]["wall_seconds"] = round(time.perf_counter() - t0, 2)
         if not raw.exists():
             continue
-        scores[m] = scoring.score_file(raw, verifier=eval_verifier, dataset=dataset)
+        scores[m] = scoring.score_file(raw, verifier=eval_verifier, dataset=dataset, only_ids={it.id for it in items})
         if on_method:
             on_method(m, scores[m])
 

@@ -248,9 +248,16 @@ def score_file(
     attach_trailing: bool = True,
     at_most_citations: int | None = 3,
     output: str | Path | None = None,
+    only_ids: set[str] | None = None,
 ) -> dict:
-    """Score an output file and write ``<name>.score.json`` next to it (or to ``output``)."""
+    """Score an output file and write ``<name>.score.json`` next to it (or to ``output``).
+
+    ``only_ids``: score only the records of these items (``bench`` passes the items of the
+    current selection, so a file that holds more items from a longer run is compared on the same
+    items as the other methods)."""
     args, records = read_output_file(path)
+    if only_ids is not None:
+        records = [r for r in records if (r.get("citegraph") or {}).get("item_id") in only_ids]
     M.resolve_verifier(verifier)  # fail fast on a bad spec / missing weights
     dataset, items = score_records(records, verifier=verifier, dataset=dataset, cut_newline=cut_newline,
                                    attach_trailing=attach_trailing, at_most_citations=at_most_citations)
