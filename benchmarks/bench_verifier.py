@@ -41,6 +41,8 @@ def parse_args(argv=None):
     ap.add_argument("--verifier", default="default")
     ap.add_argument("--quantize", choices=["shipped", "none", "int8"], default="shipped",
                     help="CPU weights of --verifier: as shipped (assets/verifier/inference.json), fp32 or dynamic int8")
+    ap.add_argument("--max-windows", type=int, default=None,
+                    help="score at most N windows of a long premise (best word overlap first); default: as shipped")
     ap.add_argument("--judge", default="llm-judge:local")
     ap.add_argument("--judge-sample", type=int, default=200, help="pairs per set for the slow llm-judge")
     ap.add_argument("--skip-judge", action="store_true")
@@ -113,9 +115,12 @@ def load_verifier(args):
     from citegraph.tools.verifier import get_verifier
 
     kw = {} if args.quantize == "shipped" or args.verifier.startswith("llm-judge") else {"quantize": args.quantize}
+    if args.max_windows is not None and not args.verifier.startswith("llm-judge"):
+        kw["max_windows"] = args.max_windows
     ver = get_verifier(args.verifier, **kw)
     print(f"verifier {args.verifier}: max_length {getattr(ver, 'max_length', '-')}, "
-          f"int8 {getattr(ver, 'quantized', False)}, device {getattr(ver, 'device', '-')}")
+          f"max_windows {getattr(ver, 'max_windows', '-')}, int8 {getattr(ver, 'quantized', False)}, "
+          f"device {getattr(ver, 'device', '-')}")
     return ver
 
 

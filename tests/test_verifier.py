@@ -163,6 +163,20 @@ def test_long_premise_is_windowed_and_max_is_taken(tmp_path):
     assert v.stats.batches == 1  # all windows of the pair in one batch (batch_size 32)
 
 
+def test_max_windows_scores_only_the_best_overlap_windows(tmp_path):
+    path = make_bert(tmp_path / "m", {0: "not_entailment", 1: "entailment"}, max_pos=512)
+    v = V.get_verifier(f"hf-classifier:{path}", device="cpu", max_length=48, window_overlap=8, max_windows=1)
+    filler = " ".join(WORDS[i % 17] for i in range(150))
+    premise = filler + " needle in the hay stack . " + filler
+    hyp = "the needle is in the hay ."
+    windows = v._windows(premise, len(v.tokenizer(hyp, add_special_tokens=False)["input_ids"]))
+    best = V.top_windows(windows, hyp, 1)
+    assert len(windows) > 5 and len(best) == 1 and "needle" in best[0]
+    assert V.top_windows(windows, hyp, 3) == [w for w in windows if w in V.top_windows(windows, hyp, 3)]  # in order
+    assert v.score([(premise, hyp)])[0] == pytest.approx(v._forward([(best[0], hyp)])[0], abs=1e-5)
+    assert v.stats.windows_skipped == 1
+
+
 def test_windows_overlap_and_cover(tmp_path):
     path = make_bert(tmp_path / "m", {0: "not_entailment", 1: "entailment"}, max_pos=512)
     v = V.get_verifier(f"hf-classifier:{path}", device="cpu", max_length=64, max_premise_tokens=20, window_overlap=5)

@@ -26,6 +26,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -66,6 +67,7 @@ class VerifierStats:
     cache_hits: int = 0  # pairs answered from the cache (including duplicates inside one call)
     batches: int = 0  # backend batches run
     seconds: float = 0.0  # wall time spent in the backend
+    windows_skipped: int = 0  # long premises of which only the max_windows best-overlap windows were scored
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -235,6 +237,7 @@ class _HFVerifier(Verifier):
         batch_size: int = 32,
         num_threads: int | None = None,
         quantize: str | None = None,
+        max_windows: int | None = None,
         **kw,
     ):
         super().__init__(spec=spec, batch_size=batch_size, **kw)
@@ -250,6 +253,7 @@ class _HFVerifier(Verifier):
         self.max_length = int(max_length)
         self.max_premise_tokens = max_premise_tokens
         self.window_overlap = int(window_overlap)
+        self.max_windows = int(max_windows) if max_windows else None
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # no "Loading weights" bar in CLI output
@@ -303,7 +307,11 @@ class _HFVerifier(Verifier):
         items: list[tuple[int, str, str, int]] = []
         for i, (p, h) in enumerate(pairs):
             hl = hyp_lens[h]
-            for w in self._windows(p, hl):
+            windows = self._windows(p, hl)
+            if self.max_windows and len(windows) > self.max_windows:
+                windows = top_windows(windows, h, self.max_windows)
+                self.stats.windows_skipped += 1
+            for w in windows:
                 items.append((i, w, h, len(w) + 4 * hl))
         items.sort(key=lambda it: it[3])
         best = [-math.inf] * len(pairs)
@@ -319,6 +327,19 @@ class _HFVerifier(Verifier):
 
     def _forward(self, pairs: list[Pair]) -> list[float]:  # pragma: no cover
         raise NotImplementedError
+
+
+_WORD = re.compile(r"\w+")
+
+
+def top_windows(windows: list[str], hypothesis: str, k: int) -> list[str]:
+    """The ``k`` windows sharing the most words with the hypothesis (ties: the earlier window).
+
+    The default model was trained on the best-overlap window of each long premise, so scoring only
+    the top windows keeps its accuracy and bounds the cost of a long premise."""
+    hyp = {w.lower() for w in _WORD.findall(hypothesis)}
+    ranked = sorted(range(len(windows)), key=lambda i: (-len(hyp & {w.lower() for w in _WORD.findall(windows[i])}), i))
+    return [windows[i] for i in sorted(ranked[:k])]
 
 
 class HFClassifierVerifier(_HFVerifier):
