@@ -186,3 +186,23 @@ def test_summary_and_bootstrap_interval():
     lo, hi = ci["citation_rec"]
     assert 25 < lo < 50 < hi < 75
     assert bootstrap(items) == ci  # seeded
+
+
+def test_scores_report_uncited_sentences_and_module_entailment():
+    from citegraph.eval.datasets import Item
+    from citegraph.eval.runner import make_record
+    from citegraph.eval.scoring import score_records
+    from citegraph.state import AttributedAnswer, CitedSentence, Document
+
+    docs = [Document(id=str(i), title=d["title"], text=d["text"]) for i, d in enumerate(DOCS, 1)]
+    ans = AttributedAnswer(question="Capitals?", documents=docs, sentences=[
+        CitedSentence(text="Paris is the capital of France.", citations=[1]),
+        CitedSentence(text="Berlin is the capital of Germany.", citations=[]),
+        CitedSentence(text="Cats purr loudly.", citations=[3]),
+        CitedSentence(text="Dogs bark.", citations=[])],
+        metadata={"entailment_rate_before": 0.5, "entailment_rate_after": 0.75})
+    item = Item(id="q1", question="Capitals?", documents=docs,
+                raw={"question": "Capitals?", "docs": DOCS, "answer": "Paris."})
+    _, items = score_records([make_record(item, ans, {})], verifier="stub:cli-kw", dataset="eli5")
+    assert items[0]["uncited_pct"] == 50.0
+    assert items[0]["module_entail_before"] == 50.0 and items[0]["module_entail_after"] == 75.0

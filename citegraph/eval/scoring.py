@@ -130,6 +130,14 @@ def score_records(
             output, question=rec.get("question", ""), documents=docs, attach_trailing=attach_trailing)
         plain = M.remove_citations(output)
         s: dict[str, Any] = {"id": iid, "length": float(len(plain.split()))}
+        # share of answer sentences with no citation at all (what GenerationPrograms rules out)
+        s["uncited_pct"] = (100.0 * sum(not cs.citations for cs in ans.sentences) / len(ans.sentences)
+                            if ans.sentences else None)
+        meta = struct.metadata if struct is not None else {}
+        for key, name in (("entailment_rate_before", "module_entail_before"),
+                          ("entailment_rate_after", "module_entail_after")):
+            if isinstance(meta.get(key), (int, float)):  # GenerationPrograms' module-level check
+                s[name] = 100.0 * meta[key]
         if dataset == "asqa":
             em = M.str_em(output, rec.get("qa_pairs") or [])
             s["str_em"], s["str_hit"] = 100 * em["str_em"], 100 * em["str_hit"]
