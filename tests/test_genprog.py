@@ -75,6 +75,19 @@ def test_planning_nesting_and_trace_attribution(scripted):
     assert "Gamma won the 1990 prize." in para and "**Instruction**" not in para
 
 
+def test_answer_length_cap_in_prompt_and_program(scripted):
+    program = "\n".join(f"- extract(S{i})" for i in (1, 2, 3, 4, 5))
+    ans, model = run(scripted, router(program), max_answer_sentences=3)
+    assert [s.text for s in ans.sentences] == ["Alpha was founded in 1901 by Ann.", "It is based in Paris.",
+                                               "Beta is a river in Chile."]
+    assert any("program kept the first 3" in w or "truncated" in w for w in ans.warnings), ans.warnings
+    assert ans.metadata["program_errors"][-1]["kind"] == "truncated"
+    assert "Write at most 3 bullets" in model.calls[0]["messages"][-1].content
+    ans, model = run(scripted, router(program), max_answer_sentences=0)  # the paper's prompt: no cap
+    assert len(ans.sentences) == 5 and not ans.warnings
+    assert "[Length]" not in model.calls[0]["messages"][-1].content
+
+
 def test_module_trace_in_state(scripted):
     spec, _ = scripted(router("- fusion(paraphrase(S2), S5)", {"Paraphrase": "Alpha is in Paris.", "Fuse": "F."}))
     g = build_graph("genprog", checkpointer=MemorySaver())

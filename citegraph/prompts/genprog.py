@@ -82,10 +82,18 @@ def format_example(ex: dict, n: int = 1) -> str:
     return f"Example {n}:\nQuestion:\n{ex['question']}\n\nDocument:\n{ex['context']}\n\nOutput:\n{ex['output']}\n"
 
 
-def planner_prompt(question: str, passages: str, examples: list[dict] | None = None) -> str:
+LENGTH_RULE = ("- **[Length]** Write at most {n} bullets: only the sentences that answer the question, "
+               "each combining or shortening source sentences where that helps.\n")
+
+
+def planner_prompt(question: str, passages: str, examples: list[dict] | None = None, max_sentences: int = 0) -> str:
     exs = examples if examples is not None else [ONE_SHOT]
     text = "\n".join(format_example(e, i) for i, e in enumerate(exs, 1))
-    return PLANNER.format(examples=text, question=question, context=passages)
+    prompt = PLANNER.format(examples=text, question=question, context=passages)
+    if max_sentences and max_sentences > 0:  # our addition: the paper's prompt has no length rule
+        anchor = "\n\n**EXAMPLES**"
+        prompt = prompt.replace(anchor, "\n" + LENGTH_RULE.format(n=max_sentences).rstrip("\n") + anchor, 1)
+    return prompt
 
 
 POSTHOC_PLANNER = """You are given a document consisting of passages, a question, and an answer that was already written. Your task is to explain how the answer can be produced from the document: for each answer sentence, output a list of Python function calls that, applied to the document's sentences, reconstruct that sentence. Use the sentences that really contain the sentence's information.

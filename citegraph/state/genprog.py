@@ -28,6 +28,7 @@ class GenProgContext(BaseContext):
     entailment_threshold: float = knob(0.5, "Refinement: P(entailed) needed to accept a module output.")
     review_program: bool = knob(False, "Human review: interrupt() after planning with the parsed program; resume with edited program text (or nothing to accept). Needs a checkpointer.")
     plan_attempts: int = knob(2, "Planner calls allowed until at least one valid program line is parsed.")
+    max_answer_sentences: int = knob(5, "Planner: at most this many bullets (answer sentences); the prompt says so and valid trees beyond it are dropped with a recorded 'truncated' error. Small models otherwise tend to extract() every source sentence. 0 = no limit (the paper's prompt).")
     module_with_question: bool = knob(False, "Show the question to the paraphrase/compression/fusion modules.")
 
 

@@ -57,6 +57,7 @@ ErrorKind = Literal[
     "unknown_id",  # a sentence id that does not exist
     "too_deep",  # nesting beyond MAX_DEPTH
     "too_large",  # too many nodes / arguments / characters / trees
+    "truncated",  # a valid tree beyond the answer-length cap (max_answer_sentences)
 ]
 
 _ID = re.compile(r"^[Ss](\d{1,7})$")

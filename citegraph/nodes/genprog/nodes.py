@@ -43,13 +43,19 @@ def plan_with_retries(ctx, prompt: str, valid_ids: set[str]) -> tuple[str, Parse
 def plan(state: GenProgState, runtime: Runtime[GenProgContext]) -> dict:
     """The planner writes one bullet per answer sentence; the program is parsed safely (ast only)."""
     ctx = runtime.context
-    prompt = P.planner_prompt(state.question, state.passages)
+    prompt = P.planner_prompt(state.question, state.passages, max_sentences=ctx.max_answer_sentences)
     if not state.sources:
         return {"program_prompt": prompt, "program_text": "", "trees": [],
                 "program_errors": [ProgramError(kind="empty", message="no source sentences to plan from", line=0)]}
     text, parsed, attempts = plan_with_retries(ctx, prompt, {s.sid for s in state.sources})
-    return {"program_prompt": prompt, "program_text": text, "trees": parsed.trees,
-            "program_errors": parsed.errors, "plan_attempts": attempts}
+    trees, errors = list(parsed.trees), list(parsed.errors)
+    cap = ctx.max_answer_sentences
+    if cap and cap > 0 and len(trees) > cap:
+        errors.append(ProgramError(kind="truncated", line=0, text="",
+                                   message=f"{len(trees)} valid bullets; kept the first {cap} (max_answer_sentences)"))
+        trees = trees[:cap]
+    return {"program_prompt": prompt, "program_text": text, "trees": trees,
+            "program_errors": errors, "plan_attempts": attempts}
 
 
 def _resume_text(value) -> str | None:
