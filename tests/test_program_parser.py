@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citegraph.tools.program import (
-    MAX_DEPTH, Call, ErrorKind, ParsedProgram, ProgramError, depth, leaf_ids, parse_program, post_order,
+    MAX_ARGS, MAX_DEPTH, Call, ErrorKind, ParsedProgram, ProgramError, depth, leaf_ids, parse_program, post_order,
 )
 
 IDS = {f"S{i}" for i in range(1, 13)}
@@ -76,6 +76,15 @@ def test_rejects_with_typed_error(line, kind):
     assert p.trees == []
     assert [e.kind for e in p.errors] == [kind], p.errors
     assert p.errors[0].line == 1
+
+
+def test_module_spelling_variants_are_repaired_and_argument_cap_is_exact():
+    p = parse_program("- Extraction(S1)\n- fuse(paraphrasing(S1), compress(S2))", IDS)
+    assert [t.root.fn for t in p.trees] == ["extract", "fusion"] and not p.errors
+    assert [a.fn for a in p.trees[1].root.args] == ["paraphrase", "compression"]
+    many = ["S1"] * MAX_ARGS
+    assert parse_program(f"- fusion({', '.join(many)})", IDS).trees
+    assert parse_program(f"- fusion({', '.join(many + ['S2'])})", IDS).errors[0].kind == "too_large"
 
 
 def test_depth_limit_is_exact():

@@ -38,9 +38,17 @@ FUNCTIONS: dict[str, tuple[int, int | None]] = {
 #: modules that call the LLM (``extract`` copies its input verbatim)
 LLM_MODULES = frozenset({"paraphrase", "compression", "fusion"})
 
+# spellings small models use for the four modules (repaired, not rejected)
+ALIASES = {
+    "extract": "extract", "extraction": "extract", "extracted": "extract",
+    "paraphrase": "paraphrase", "paraphrasing": "paraphrase", "paraphrased": "paraphrase", "rephrase": "paraphrase",
+    "compression": "compression", "compress": "compression", "compressed": "compression",
+    "fusion": "fusion", "fuse": "fusion", "fused": "fusion",
+}
+
 MAX_DEPTH = 8  # nesting of calls in one tree
 MAX_NODES = 64  # calls + ids in one tree
-MAX_ARGS = 16  # positional arguments of one call
+MAX_ARGS = 32  # positional arguments of one call (small models write fusion() of 20+ sentences)
 MAX_LINE_CHARS = 4000
 MAX_TREES = 64
 MAX_INSTRUCTION_CHARS = 1000
@@ -279,7 +287,7 @@ def _convert(node: ast.AST, valid: set[str] | None, level: int, budget: list[int
         raise _Invalid("too_deep", f"calls nested deeper than {MAX_DEPTH}")
     if not isinstance(node.func, ast.Name):
         raise _Invalid("unknown_function", f"callee of type {type(node.func).__name__} is not allowed")
-    fn = node.func.id
+    fn = ALIASES.get(node.func.id.lower(), node.func.id)
     if fn not in FUNCTIONS:
         raise _Invalid("unknown_function", f"{fn!r} is not a module (allowed: {', '.join(FUNCTIONS)})")
     instruction: str | None = None
