@@ -82,8 +82,8 @@ def format_example(ex: dict, n: int = 1) -> str:
     return f"Example {n}:\nQuestion:\n{ex['question']}\n\nDocument:\n{ex['context']}\n\nOutput:\n{ex['output']}\n"
 
 
-LENGTH_RULE = ("- **[Length]** Write at most {n} bullets: only the sentences that answer the question, "
-               "each combining or shortening source sentences where that helps.\n")
+LENGTH_RULE = ("- **[Length]** Write at most {n} bullets: only the sentences that answer the question. "
+               "Each bullet uses 1 to 3 source sentences (a fusion of many sentences makes an unreadable sentence).\n")
 
 
 def planner_prompt(question: str, passages: str, examples: list[dict] | None = None, max_sentences: int = 0) -> str:
