@@ -148,11 +148,7 @@ class LlamaCppChat(BaseChatModel):
             # re-use the KV cache of the longest common prefix with what was evaluated last (a
             # judge asked about several claims on one passage reads the passage once); at least
             # one token is evaluated so the logits are this prompt's
-            keep = 0
-            for a, b in zip(llm._input_ids.tolist(), tokens[:-1]):
-                if a != b:
-                    break
-                keep += 1
+            keep = llm.longest_token_prefix(llm._input_ids.tolist(), tokens[:-1])
             llm.n_tokens = keep
             llm.eval(tokens[keep:])
             logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from citegraph.state import AttributedAnswer
+from citegraph.nodes.raac.citation_agent import raac_verifier
 from citegraph.state.raac import CalibrationRecord, RaacContext, RaacState
 
 
@@ -22,14 +23,6 @@ def citation_f1(answer: AttributedAnswer, verifier: str):
     from citegraph.eval.metrics import raac_citation_f1
 
     return raac_citation_f1(answer, verifier)
-
-
-def _gate_verifier(ctx: RaacContext):
-    if ctx.verifier_threshold and ctx.verifier_threshold > 0:
-        from citegraph.tools.verifier import with_threshold
-
-        return with_threshold(ctx.verifier, ctx.verifier_threshold)
-    return ctx.verifier
 
 
 def prepare(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
@@ -79,7 +72,7 @@ def assess(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
         return {**update, "calibrations": [*state.calibrations, rec], "next_documents": []}
 
     # the gate decides entailment at the same threshold as the Validator and Discovery
-    m = citation_f1(cand, _gate_verifier(ctx))
+    m = citation_f1(cand, raac_verifier(ctx))
     rec.recall, rec.precision, rec.f1 = float(m.recall), float(m.precision), float(m.f1)
     best, best_f1 = state.best_answer, state.best_f1
     if r == 0 or best is None or best_f1 is None:

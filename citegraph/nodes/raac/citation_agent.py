@@ -24,7 +24,7 @@ from citegraph.prompts.raac import add_citation_prompt
 from citegraph.state import AttributedAnswer, CitedSentence, Document
 from citegraph.state.raac import AddCitationModel, DiscoveryRecord, RaacContext, RaacState, SubsetCheck, ValidationRecord
 from citegraph.tools.models import structured
-from citegraph.tools.verifier import get_verifier
+from citegraph.tools.verifier import get_verifier, with_threshold
 
 MAX_CITATIONS = 3
 
@@ -50,8 +50,11 @@ def minimal_subset(checks: list[SubsetCheck]) -> list[int]:
     return list(min(ok, key=lambda s: (len(s), sum(s), s)))
 
 
-def _threshold(ctx: RaacContext) -> float | None:
-    return ctx.verifier_threshold if ctx.verifier_threshold and ctx.verifier_threshold > 0 else None
+def raac_verifier(ctx: RaacContext):
+    """The verifier deciding at ``verifier_threshold`` (its own threshold when that is 0); the
+    Validator, Discovery and the calibration gate all use this one view."""
+    thr = ctx.verifier_threshold if ctx.verifier_threshold and ctx.verifier_threshold > 0 else None
+    return with_threshold(get_verifier(ctx.verifier), thr)
 
 
 # --------------------------------------------------------------------------- Validator
@@ -70,10 +73,9 @@ def validate(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
         pairs.extend((premise(docs, sub), s.text.strip()) for sub in subs)
     records = []
     if pairs:
-        verifier = get_verifier(ctx.verifier)
+        verifier = raac_verifier(ctx)
         scores = verifier.score(pairs)
-        thr = _threshold(ctx)
-        thr = verifier.threshold if thr is None else thr
+        thr = verifier.threshold
         pos = 0
         for i, s, subs in plan:
             checks = []
@@ -184,7 +186,7 @@ def discover(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
         return {}
     sims, rank_problem = rank_documents([cited.sentences[i].text for i in todo], docs, ctx.embedding)
     n = max(1, ctx.discovery_top_n)
-    verifier = get_verifier(ctx.verifier) if ctx.verify_discovered else None
+    verifier = raac_verifier(ctx) if ctx.verify_discovered else None
     sentences = [s.model_copy() for s in cited.sentences]
     records = []
     for row, i in zip(sims, todo):
@@ -212,9 +214,8 @@ def discover(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
             else:
                 chosen.append(c)
         if chosen and verifier is not None:
-            thr = _threshold(ctx)
             score = verifier.score([(premise(docs, chosen), text.strip())])[0]
-            ok = score >= (verifier.threshold if thr is None else thr)
+            ok = score >= verifier.threshold
             rec.verified, rec.verifier_score = ok, round(float(score), 4)
             if not ok:
                 chosen = []
