@@ -23,6 +23,7 @@ from citegraph.tools.models import chat_text, structured
 
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised\s+summary|summary|answer|revised)(?:\*\*)?\s*:\s*", re.I)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.S)
+_CITE = re.compile(r"\[\d+")
 
 
 def clean_summary(text: str) -> str:
@@ -44,10 +45,10 @@ def clean_summary(text: str) -> str:
     t = _LABEL.sub("", t, count=1).strip()
     lines = t.splitlines()
     # chatty wrappers: "Here is the revised summary:" before, "Note: ..." after (no citations in them)
-    if len(lines) > 1 and lines[0].rstrip().endswith(":") and not re.search(r"\[\d+", lines[0]):
+    if len(lines) > 1 and lines[0].rstrip().endswith(":") and not _CITE.search(lines[0]):
         lines = lines[1:]
     while len(lines) > 1 and re.match(r"\s*(\*\*)?(note|explanation|changes made)\b", lines[-1], re.I) \
-            and not re.search(r"\[\d+", lines[-1]):
+            and not _CITE.search(lines[-1]):
         lines = lines[:-1]
     t = "\n".join(lines).strip()
     if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
@@ -201,9 +202,6 @@ def refine(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     rnd = TextRound(calibration_round=state.calibration_round, round=state.text_round + 1, kind="refine",
                     summary=revised, problems=problems)
     return {"summary": revised, "text_round": state.text_round + 1, "rounds": [*state.rounds, rnd]}
-
-
-_CITE = re.compile(r"\[\d+")
 
 
 def coerce_refine(data: Any) -> Any:
