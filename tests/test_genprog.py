@@ -342,3 +342,9 @@ def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):
                    "--max-source-sentences", "20"]) == 2
     assert (tmp_path / "r.json.items.jsonl").read_text() == before
     assert B.main(["--data", str(tmp_path / "missing.jsonl")]) == 2
+    # the recall ceiling: every gold pair is reachable with all sources shown, fewer with a tight cut
+    all_out, cut_out = tmp_path / "all.json", tmp_path / "cut.json"
+    assert B.main(["--data", str(data), "--llm", spec, "--limit", "3", "--output", str(all_out), "--max-source-sentences", "0"]) == 0
+    assert B.main(["--data", str(data), "--llm", spec, "--limit", "3", "--output", str(cut_out), "--max-source-sentences", "5"]) == 0
+    assert json.loads(all_out.read_text())["recall_ceiling"] == 100.0
+    assert json.loads(cut_out.read_text())["recall_ceiling"] < 100.0
