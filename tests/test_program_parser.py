@@ -158,7 +158,7 @@ def _tree(r: random.Random, level: int = 0) -> str:
 
 def _program(seed: int) -> str:
     """A program of 1-4 bullets: valid, malformed (cut / extra or missing brackets / noise),
-    hostile (alone or nested in a call) or hugely nested; sometimes fenced."""
+    hostile (alone or nested in a call), hugely nested or written over several lines; sometimes fenced."""
     r = random.Random(seed)
     lines = []
     for _ in range(r.randint(1, 4)):
@@ -173,6 +173,12 @@ def _program(seed: int) -> str:
         elif style == 3:
             n = r.randint(MAX_DEPTH, 400)
             line = r.choice(FUNCS) + "(" + "paraphrase(" * n + "S1" + ")" * r.randint(0, n + 2)
+        elif style == 4:  # pretty-printed over several lines, sometimes hostile or never closed
+            if r.random() < 0.3:
+                line = f"fusion({line}, {r.choice(HOSTILE)})"
+            line = line.replace("(", "(\n    ").replace(", ", ",\n    ")
+            if r.random() < 0.3:
+                line = line.rstrip(")")
         lines.append(r.choice(["- ", "* ", "", "1. ", "- **"]) + line)
     text = "\n".join(lines)
     return f"```python\n{text}\n```" if r.random() < 0.5 else text
@@ -254,3 +260,19 @@ def test_traps_work():
             eval("1")
         with pytest.raises(AssertionError):
             compile("1", "x", "eval")
+
+
+def test_multiline_call_is_one_sentence_and_an_unclosed_bullet_does_not_swallow_the_next():
+    text = ('```python\n- fusion(\n    compression(S1, instruction="keep the date"),\n    S3,\n'
+            '    instruction="combine"\n  )\n- paraphrase(S2\n- extract(S4)\n-\n- extract(S5)\n```')
+    r = parse_program(text, {f"S{i}" for i in range(1, 6)})
+    assert [(t.line, t.item, t.render()) for t in r.trees] == [
+        (2, 1, "fusion(compression(S1, instruction='keep the date'), S3, instruction='combine')"),
+        (7, 2, "paraphrase(S2)"),
+        (8, 3, "extract(S4)"),
+        (10, 5, "extract(S5)"),  # the bare '-' on line 9 is bullet 4
+    ]
+    assert not r.errors and r.trees[1].repaired
+    # without bullets, an unclosed line followed by a complete call at the same indent stays two lines
+    r = parse_program("fusion(S1, S2\nextract(S3)")
+    assert [t.render() for t in r.trees] == ["fusion(S1, S2)", "extract(S3)"]

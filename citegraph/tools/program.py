@@ -121,6 +121,8 @@ class ProgramTree(BaseModel):
     source: str
     root: Node
     repaired: bool = False
+    item: int = Field(default=0, description="1-based position among the program's bullets (a bare '-' counts: a "
+                      "sentence without a program); fences, blank lines and prose do not count.")
 
     def leaves(self) -> list[str]:
         return leaf_ids(self.root)
@@ -195,21 +197,63 @@ _BULLET_RE = re.compile(r"^\s*(?:[-*•]+|\d{1,3}[.)]|\(\d{1,3}\))\s*")
 _LABEL_RE = re.compile(r"^\s*(?:sentence\s*\d+|output|program|answer)\s*[:=]\s*", re.I)
 
 
-def _clean_lines(text: str) -> list[tuple[int, str]]:
-    """Strip fences, ``python`` markers, bullets and markdown; return (line number, line)."""
-    out = []
+_BULLET_START_RE = re.compile(r"^\s*(?:[-*•]+|\d{1,3}[.)]|\(\d{1,3}\))(?:\s|$)")
+
+
+def _clean_line(raw: str) -> str:
+    """One line without fences, ``python`` markers, bullets, labels and markdown ("" if nothing is left)."""
+    line = _FENCE_RE.sub("", raw).replace("`", "").strip()
+    if line.lower() in ("python", "py", "output:", "program:", ""):
+        return ""
+    line = _BULLET_RE.sub("", line, count=1)
+    line = re.sub(r"^\*\*|\*\*$", "", line).strip()  # markdown bold around the call
+    line = _BULLET_RE.sub("", line, count=1)
+    if line.lower().startswith("python "):
+        line = line[7:].strip()
+    return _LABEL_RE.sub("", line, count=1).strip()
+
+
+def _indent(raw: str) -> int:
+    return len(raw) - len(raw.lstrip())
+
+
+def _clean_lines(text: str) -> list[tuple[int, int, str]]:
+    """(first line number, bullet number, logical line) for every line with content.
+
+    A call written over several lines (pretty-printed: ``fusion(`` / indented arguments / ``)``) is
+    joined into one logical line while its brackets are open and the next line clearly continues it
+    (the call so far ends with ``(`` or ``,``, or the next line is indented deeper, starts with ``)``
+    or ``instruction``); a new bullet always starts a new line, so one unclosed bullet does not
+    swallow the next. Bullet numbers count bullets and call lines, including a bare ``-``."""
+    out: list[tuple[int, int, str]] = []
+    item = 0
+    buf: list | None = None  # [line number, item, parts, open brackets, indent, chars]
+
+    def flush():
+        if buf is not None:
+            out.append((buf[0], buf[1], " ".join(buf[2])))
+
     for n, raw in enumerate(text.splitlines(), 1):
-        line = _FENCE_RE.sub("", raw).replace("`", "").strip()
-        if line.lower() in ("python", "py", "output:", "program:", ""):
+        line = _clean_line(raw)
+        bare = _FENCE_RE.sub("", raw).replace("`", "")
+        bullet = bool(_BULLET_START_RE.match(bare))
+        if buf is not None and line and not bullet and buf[3] > 0 and buf[5] <= MAX_LINE_CHARS and (
+                buf[2][-1].rstrip().endswith(("(", ",")) or line.startswith(")")
+                or line.lower().startswith("instruction") or _indent(bare) > buf[4]):
+            buf[2].append(line)
+            buf[3] += _paren_balance(line)[1]
+            buf[5] += len(line) + 1
             continue
-        line = _BULLET_RE.sub("", line, count=1)
-        line = re.sub(r"^\*\*|\*\*$", "", line).strip()  # markdown bold around the call
-        line = _BULLET_RE.sub("", line, count=1)
-        if line.lower().startswith("python "):
-            line = line[7:].strip()
-        line = _LABEL_RE.sub("", line, count=1).strip()
-        if line:
-            out.append((n, line))
+        flush()
+        buf = None
+        if not line:
+            if bullet and not bare.strip().rstrip("-*•").strip(" .)(0123456789"):
+                item += 1  # a bare bullet: a sentence without a program
+            continue
+        numbered = bullet or _looks_like_program(line)
+        item += numbered
+        buf = [n, item if numbered else 0, [line], _paren_balance(line)[1], _indent(bare), len(line)]
+    flush()
     return out
 
 
@@ -361,7 +405,7 @@ def parse_program(text: str | None, valid_ids=None) -> ParsedProgram:
     if not isinstance(text, str) or not text.strip():
         out.errors.append(ProgramError(kind="empty", message="the program is empty", line=0))
         return out
-    for n, line in _clean_lines(text):
+    for n, item, line in _clean_lines(text):
         snippet = line[:200]
         if not _looks_like_program(line):
             out.errors.append(ProgramError(kind="not_a_call", message="not a module call (prose ignored)", line=n, text=snippet))
@@ -380,7 +424,7 @@ def parse_program(text: str | None, valid_ids=None) -> ParsedProgram:
         except (MemoryError, ValueError, TypeError) as e:  # defensive: any parser failure is typed
             out.errors.append(ProgramError(kind="syntax", message=f"{type(e).__name__}: {e}"[:300], line=n, text=snippet))
             continue
-        out.trees.append(ProgramTree(line=n, source=line, root=root, repaired=repaired))
+        out.trees.append(ProgramTree(line=n, item=item, source=line, root=root, repaired=repaired))
     if not out.trees and not out.errors:
         out.errors.append(ProgramError(kind="empty", message="the program has no module calls", line=0))
     return out
