@@ -289,6 +289,58 @@ def test_posthoc_review_resume(scripted):
     assert out["answer"].sentences[0].citations == [2]
 
 
+def test_second_run_on_same_thread_does_not_mix_in_the_first(scripted):
+    """Send results accumulate through a reducer; a new run on a checkpointed thread starts clean."""
+    spec, _ = scripted(router(lambda text, kw: "- compression(S1)" if "Q2" in text else "- paraphrase(S1)\n- extract(S3)",
+                              {"Paraphrase": "Alpha began in 1901.", "Compress": "Gamma won."}))
+    g = build_graph("genprog", checkpointer=MemorySaver())
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    first = g.invoke({"question": "Q", "documents": DOCS}, cfg, context=GenProgContext(llm=spec))["answer"]
+    assert [s.text for s in first.sentences] == ["Alpha began in 1901.", "Beta is a river in Chile."]
+    second = g.invoke({"question": "Q2", "documents": DOCS[2:]}, cfg, context=GenProgContext(llm=spec))["answer"]
+    assert [(s.text, s.citations) for s in second.sentences] == [("Gamma won.", [1])]
+    st = g.get_state(cfg).values
+    assert [e.fn for e in st["executions"]] == ["compression"] and len(st["results"]) == 1
+    assert st["reviewed"] is False
+
+
+def test_review_edited_program_multiline_and_capped(scripted):
+    spec, _ = scripted(router("- paraphrase(S1)", {"Fuse": "Gamma won; Beta flows.", "Compress": "Gamma won.",
+                                                    "Paraphrase": "P."}))
+    g = build_graph("genprog", checkpointer=MemorySaver())
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    ctx = GenProgContext(llm=spec, review_program=True, max_answer_sentences=1)
+    out = g.invoke({"question": "Q", "documents": DOCS}, cfg, context=ctx)
+    assert '"accept"' in out["__interrupt__"][0].value["hint"]
+    edited = '```python\n- fusion(\n    compression(S4),\n    S3,\n    instruction="Join."\n  )\n- extract(S1)\n```'
+    ans = g.invoke(Command(resume=edited), cfg, context=ctx)["answer"]
+    # the pretty-printed call is one sentence citing S4 and S3; the second bullet is cut by the cap
+    assert [(s.text, s.citations) for s in ans.sentences] == [("Gamma won; Beta flows.", [3, 2])]
+    assert [e["kind"] for e in ans.metadata["program_errors"]] == ["truncated"]
+
+
+def test_posthoc_review_maps_edited_bullets_in_order(scripted):
+    spec, _ = scripted(router("- extract(S1)"))
+    g = build_graph("genprog-posthoc", checkpointer=MemorySaver())
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    ctx = GenProgPosthocContext(llm=spec, review_program=True)
+    g.invoke({"question": "Q", "documents": DOCS, "answer_text": "Beta is in Chile. Alpha is old. Gamma won."}, cfg, context=ctx)
+    # a fence, a comment line and a blank line do not shift the sentences; a bare '-' leaves one uncited
+    edited = "Here is the program:\n```\n- extract(S3)\n\n-\n- compression(S4)\n```"
+    ans = g.invoke(Command(resume=edited), cfg, context=ctx)["answer"]
+    assert [s.citations for s in ans.sentences] == [[2], [], [3]]
+
+
+def test_relevance_verdicts_and_module_prompt_placeholders():
+    from citegraph.nodes.genprog.sources import is_yes
+    from citegraph.prompts.genprog import module_prompt
+
+    assert [is_yes(x) for x in ("Not relevant.", "Irrelevant", "No", "Yes.", "Relevant", "unsure")] == [
+        False, False, False, True, True, None]
+    p = module_prompt("fusion", ["One [[QUESTION_BLOCK]].", "Two."], instruction="Keep [[SENTENCE]].", question="Q?")
+    assert "Keep [[SENTENCE]]." in p and "One [[QUESTION_BLOCK]]." in p and p.count("Q?") == 1
+
+
 def test_registry_and_langgraph_json():
     import json
     from pathlib import Path

@@ -23,6 +23,8 @@ Provenance (checked with the code/pages search of public sources):
 
 from __future__ import annotations
 
+import re
+
 PLANNER = """You are given a document consisting of passages and a question. Your task is to write an accurate, engaging and concise answer to the question that synthesizes the information in the document. Do not write the answer directly: output a list of Python function calls that, applied to the document's sentences, produce the answer.
 The arguments are either sentence ids (e.g., S1) or other function calls. If a call has an instruction, it is written as instruction="YOUR INSTRUCTION".
 
@@ -171,10 +173,15 @@ MODULE_PROMPTS = {
 def module_prompt(fn: str, sentences: list[str], instruction: str | None = None, question: str | None = None) -> str:
     """The module prompt with the instruction block removed when there is no instruction."""
     p = MODULE_PROMPTS[fn]
-    p = p.replace(_INSTRUCTION_BLOCK, "") if not instruction else p.replace("[[INSTRUCTION]]", instruction)
-    p = p.replace("[[QUESTION_BLOCK]]", f"\n**Question** (the sentence is part of its answer):\n{question}" if question else "")
-    body = "".join(s.replace("\n", " ").strip() + "\n" for s in sentences)
-    return p.replace("[[SENTENCE]]", body)
+    if not instruction:
+        p = p.replace(_INSTRUCTION_BLOCK, "")
+    values = {
+        "INSTRUCTION": instruction or "",
+        "QUESTION_BLOCK": f"\n**Question** (the sentence is part of its answer):\n{question}" if question else "",
+        "SENTENCE": "".join(s.replace("\n", " ").strip() + "\n" for s in sentences),
+    }
+    # one pass: text from the LLM (instruction, sentences) is never itself searched for placeholders
+    return re.sub(r"\[\[(INSTRUCTION|QUESTION_BLOCK|SENTENCE)\]\]", lambda m: values[m.group(1)], p)
 
 
 # --------------------------------------------------------------------------- pre-steps (Fig. 8)

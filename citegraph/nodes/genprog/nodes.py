@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from langgraph.runtime import Runtime
-from langgraph.types import Send, interrupt
+from langgraph.types import Overwrite, Send, interrupt
 
 from citegraph.nodes.genprog.sources import prepare
 from citegraph.prompts import genprog as P
@@ -18,9 +18,19 @@ from citegraph.tools.program import LLM_MODULES, ParsedProgram, ProgramError, Se
 
 
 # --------------------------------------------------------------------------- sources
+REVIEW_HINT = ('resume with the edited program text to replace the program, or with "accept" (or "") to keep it '
+               "(LangGraph does not resume with None)")
+
+
+def fresh_run() -> dict:
+    """Clears what accumulates across Send results, so a second run on the same thread (Studio, a
+    checkpointer) does not mix in the previous run's module executions and answer sentences."""
+    return {"executions": Overwrite([]), "results": Overwrite([])}
+
+
 def prepare_sources(state: GenProgState, runtime: Runtime[GenProgContext]) -> dict:
     """Split documents into S1..Sn; run the relevance filter / QFS pre-steps the Context asks for."""
-    return prepare(runtime.context, state.question, state.documents)
+    return {**prepare(runtime.context, state.question, state.documents), **fresh_run()}
 
 
 # --------------------------------------------------------------------------- planning
@@ -48,14 +58,19 @@ def plan(state: GenProgState, runtime: Runtime[GenProgContext]) -> dict:
         return {"program_prompt": prompt, "program_text": "", "trees": [],
                 "program_errors": [ProgramError(kind="empty", message="no source sentences to plan from", line=0)]}
     text, parsed, attempts = plan_with_retries(ctx, prompt, {s.sid for s in state.sources})
+    trees, errors = cap_trees(parsed, ctx.max_answer_sentences)
+    return {"program_prompt": prompt, "program_text": text, "trees": trees,
+            "program_errors": errors, "plan_attempts": attempts}
+
+
+def cap_trees(parsed: ParsedProgram, cap: int) -> tuple[list, list[ProgramError]]:
+    """At most ``cap`` trees (0 = no limit); the cut is recorded as a typed 'truncated' error."""
     trees, errors = list(parsed.trees), list(parsed.errors)
-    cap = ctx.max_answer_sentences
     if cap and cap > 0 and len(trees) > cap:
         errors.append(ProgramError(kind="truncated", line=0, text="",
                                    message=f"{len(trees)} valid bullets; kept the first {cap} (max_answer_sentences)"))
         trees = trees[:cap]
-    return {"program_prompt": prompt, "program_text": text, "trees": trees,
-            "program_errors": errors, "plan_attempts": attempts}
+    return trees, errors
 
 
 def _resume_text(value) -> str | None:
@@ -77,19 +92,19 @@ def _resume_text(value) -> str | None:
 def review(state: GenProgState, runtime: Runtime[GenProgContext]) -> dict:
     """interrupt() with the parsed program when review_program is on; an edited text is re-parsed."""
     if not runtime.context.review_program:
-        return {}
+        return {"reviewed": False}
     value = interrupt({
         "program": state.program_text,
         "parsed": ParsedProgram(trees=state.trees).render(),
         "errors": [str(e) for e in state.program_errors],
         "sources": {s.sid: s.text for s in state.sources},
-        "hint": "resume with edited program text to replace the program, or with nothing to accept it",
+        "hint": REVIEW_HINT,
     })
     edited = _resume_text(value)
     if edited is None:
         return {"reviewed": True}
-    parsed = parse_program(edited, {s.sid for s in state.sources})
-    return {"reviewed": True, "program_text": edited, "trees": parsed.trees, "program_errors": parsed.errors}
+    trees, errors = cap_trees(parse_program(edited, {s.sid for s in state.sources}), runtime.context.max_answer_sentences)
+    return {"reviewed": True, "program_text": edited, "trees": trees, "program_errors": errors}
 
 
 def fan_out(state: GenProgState):

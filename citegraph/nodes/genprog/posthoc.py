@@ -6,7 +6,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from citegraph.nodes.genprog.nodes import _resume_text, cite, plan_with_retries
+from citegraph.nodes.genprog.nodes import REVIEW_HINT, _resume_text, cite, fresh_run, plan_with_retries
 from citegraph.nodes.genprog.sources import prepare
 from citegraph.prompts import genprog as P
 from citegraph.state import AttributedAnswer, CitedSentence
@@ -21,14 +21,15 @@ def prepare_posthoc(state: GenProgPosthocState, runtime: Runtime[GenProgPosthocC
     sents = given or [s.strip() for s in split_sentences(state.answer_text or "") if s.strip()]
     out = prepare(runtime.context, state.question, state.documents, extra_query=" ".join(sents))
     out["answer_sentences"] = sents
-    return out
+    return {**out, **fresh_run()}
 
 
 def map_trees(trees: list[ProgramTree], n_sentences: int, per_sentence: bool) -> list[int]:
-    """Answer sentence (0-based) of each tree: by line number (per-sentence programs are written one
-    line per sentence) or by order (a joint program); -1 when there is no such sentence."""
+    """Answer sentence (0-based) of each tree: by bullet number (per-sentence programs are written one
+    bullet per sentence, a bare '-' for a sentence without a program; fences, blank lines and prose in an
+    edited program do not shift it) or by order (a joint program); -1 when there is no such sentence."""
     if per_sentence:
-        return [t.line - 1 if 0 < t.line <= n_sentences else -1 for t in trees]
+        return [t.item - 1 if 0 < t.item <= n_sentences else -1 for t in trees]
     return [i if i < n_sentences else -1 for i in range(len(trees))]
 
 
@@ -70,13 +71,14 @@ def plan_posthoc(state: GenProgPosthocState, runtime: Runtime[GenProgPosthocCont
 def review_posthoc(state: GenProgPosthocState, runtime: Runtime[GenProgPosthocContext]) -> dict:
     ctx = runtime.context
     if not ctx.review_program:
-        return {}
+        return {"reviewed": False}
     value = interrupt({
         "program": state.program_text,
         "parsed": ParsedProgram(trees=state.trees).render(),
         "answer_sentences": state.answer_sentences,
         "errors": [str(e) for e in state.program_errors],
-        "hint": "resume with edited program text (one line per answer sentence when per_sentence) or nothing to accept",
+        "sources": {s.sid: s.text for s in state.sources},
+        "hint": REVIEW_HINT + ("; one bullet per answer sentence, in order, a bare '-' for none" if ctx.per_sentence else ""),
     })
     edited = _resume_text(value)
     if edited is None:

@@ -81,7 +81,7 @@ def _norm(text: str) -> str:
 
 
 def is_yes(text: str) -> bool | None:
-    m = re.search(r"\b(yes|no|irrelevant|relevant)\b", text.lower())
+    m = re.search(r"\b(yes|no|irrelevant|not\s+relevant|relevant)\b", text.lower())
     if not m:
         return None
     return m.group(1) in ("yes", "relevant")
