@@ -62,6 +62,19 @@ def test_extract_and_strip():
     assert strip_citations("Paris is big [1][2] .") == "Paris is big."
 
 
+@pytest.mark.parametrize("text,want", [
+    ("According to the information provided in Document [1], Virginia has five parks.",
+     "According to the information provided in the document, Virginia has five parks."),
+    ("As Documents [2] and [3] say, X is Y [2][3].", "As the documents say, X is Y."),
+    ("Passage [4] says so. Docs [1, 2] agree.", "The passage says so. The documents agree."),
+    ("The Document [2] era began.", "The document era began."),
+])
+def test_strip_keeps_a_named_document_readable(text, want):
+    # "Document [1]" names the source: dropping only the bracket would leave "in Document, ..."
+    assert strip_citations(text) == want
+    assert extract_citations(text) == extract_citations(text.replace("Document", "x"))
+
+
 def test_render_places_citations_before_period():
     s = CitedSentence(text="Paris is in France.", citations=[1, 2])
     assert s.render() == "Paris is in France [1][2]."

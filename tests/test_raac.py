@@ -134,6 +134,7 @@ def five_docs():
 def run(router: Router, docs, scripted, **ctx):
     spec, model = scripted(router)
     ctx.setdefault("verifier", make_verifier(lambda p, h: 1.0)[0])
+    ctx.setdefault("objective_checks", False)  # scripted summaries are short; the checks have their own tests
     context = RaacContext(llm=spec, **ctx)
     out = build_graph("raac").invoke({"question": "What are they?", "documents": docs}, context=context)
     return out["answer"], model
@@ -143,6 +144,7 @@ def trace(router: Router, docs, scripted, **ctx):
     """Run the graph and return the full final state (trace included)."""
     spec, model = scripted(router)
     ctx.setdefault("verifier", make_verifier(lambda p, h: 1.0)[0])
+    ctx.setdefault("objective_checks", False)  # scripted summaries are short; the checks have their own tests
     from langgraph.checkpoint.memory import InMemorySaver
 
     g = build_graph("raac", checkpointer=InMemorySaver())
@@ -184,6 +186,41 @@ def test_best_of_k_not_the_last(five_docs, scripted):
     assert st["draft"].render() == "Second Alpha was founded in 1901 [1]."
     assert st["answer"].sentences[0].text.startswith("Second")
     assert st["draft"].metadata["text_agent"]["best_round"] == 2
+
+
+LONG = ("Alpha was founded in 1901 by Ann, who led it for many years and shaped its early history in the region [1]. "
+        "Beta is a river in Chile that flows from the mountains to the coast through several valleys and towns [2]. "
+        "Gamma won the 1990 prize, an award given each year to one outstanding entrant among many [3].")
+
+
+def test_objective_checks_overrule_a_lenient_judge(five_docs, scripted):
+    # the judge rates a short, partly uncited summary 3 everywhere; the checks lower Length and
+    # Citation Recall, so the loop refines instead of stopping, and the round with the long, fully
+    # cited summary wins (and stops the loop: nothing left to overrule)
+    r = Router(gen=["Alpha was founded in 1901 [1]. Beta is a river."], feedback=[fb(3)], refine=[refined(LONG)])
+    st = trace(r, five_docs, scripted, use_calibration=False, use_citation_agent=False, k=5, objective_checks=True)
+    first, second = st["rounds"]
+    assert first.scores["length"] == 1 and first.scores["citation_recall"] == 2 and first.total == 15
+    assert set(first.overruled) == {"length", "citation_recall"}
+    assert "has 9 words" in first.suggestions["length"] and '"Beta is a river."' in first.suggestions["citation_recall"]
+    # the refine prompt carries the measured problems, not the judge's empty praise
+    assert "has 9 words" in r.prompts["refine"][0] and "1 of 2 sentence(s) cite no document" in r.prompts["refine"][0]
+    assert second.total == 18 and not second.overruled and st["text_stop"] == "max score"
+    assert st["answer"].sentences[0].text.startswith("Alpha was founded in 1901 by Ann")
+
+
+def test_objective_checks_precision_and_the_flag(five_docs, scripted):
+    from citegraph.nodes.raac.text_agent import objective_checks
+
+    checks = objective_checks(LONG.replace("[3]", "[1][2][3][4]").replace("[2].", "[2][7]."), n_docs=5, min_words=50)
+    assert set(checks) == {"citation_precision"}
+    assert "more than 3" in checks["citation_precision"][1] and "not 7" in checks["citation_precision"][1]
+    assert objective_checks(LONG, n_docs=5, min_words=50) == {}
+    assert objective_checks(LONG, n_docs=5, min_words=200)["length"][0] == 1  # under half the target
+    # off: the judge's 3s stand and the loop stops at once
+    r = Router(gen=["Alpha [1]. Beta."], feedback=[fb(3)])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=5, objective_checks=False)
+    assert st["text_stop"] == "max score" and r.n("refine") == 0 and not st["rounds"][0].overruled
 
 
 def test_best_of_k_tie_goes_to_earliest(five_docs, scripted):
@@ -475,5 +512,5 @@ def test_answer_item_usage(five_docs, scripted, monkeypatch):
     spec, _ = scripted(Router(gen=["Alpha [1]."], feedback=[fb(3)]))
     vspec, _ = make_verifier(lambda p, h: 1.0)
     ans, usage = answer_item(build_graph("raac"), Item(id="x", question="Q", documents=five_docs),
-                             RaacContext(llm=spec, verifier=vspec))
+                             RaacContext(llm=spec, verifier=vspec, objective_checks=False))
     assert usage["llm_calls"] == 2 and ans.render() == "Alpha [1]."

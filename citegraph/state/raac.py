@@ -37,6 +37,8 @@ class RaacContext(BaseContext):
     discovery_top_n: int = knob(3, "Discovery: how many documents (ranked by embedding similarity) the LLM may choose from.")
     embedding: str = knob("minilm", "Embedding spec used to rank documents for Discovery (citegraph.tools.embeddings).")
     verifier_threshold: float = knob(0.0, "Entailment threshold for Validator/Discovery (0 = the verifier's own threshold).")
+    objective_checks: bool = knob(True, "Feedback: overrule the LLM on the measurable aspects -- Length capped below min_words, Citation Recall when a sentence cites nothing, Citation Precision when a sentence cites more than 3 or unknown ids -- with a concrete suggestion (small judges rate everything 3).")
+    min_words: int = knob(50, "Length aspect: the summary should have at least this many words (the paper's 50).")
     feedback_max_tokens: int = knob(512, "Maximum tokens of one feedback (JSON with six aspects) reply.")
     max_doc_words: int = knob(0, "Truncate each document to this many words in prompts (0 = no limit).")
     attach_trailing_citations: bool = knob(True, "A citation after the period belongs to the sentence before it.")
@@ -105,11 +107,6 @@ class FeedbackModel(BaseModel):
     def suggestions(self) -> dict[str, str]:
         return {a: getattr(self, a).suggestion for a in ASPECTS}
 
-    def computed_total(self) -> int:
-        return sum(self.scores().values())
-
-    def all_max(self) -> bool:
-        return all(s == MAX_SCORE for s in self.scores().values())
 
 
 class RefineModel(BaseModel):
@@ -137,6 +134,9 @@ class TextRound(BaseModel):
     total: int | None = Field(default=None, description="Sum of the six aspect scores (max 18).")
     reported_total: int | None = Field(default=None, description="The total the LLM wrote.")
     problems: list[str] = Field(default_factory=list, description="Parse problems (repairs, retries, fallbacks).")
+    overruled: dict[str, str] = Field(
+        default_factory=dict, description="aspect -> why the objective check lowered the LLM's score (score before -> after)."
+    )
 
 
 class SubsetCheck(BaseModel):

@@ -59,9 +59,27 @@ def extract_citations(text: str) -> list[int]:
     return seen
 
 
+# "According to Document [1], ..." / "as Documents [2] and [3] say": the bracket is the noun's
+# only referent, so removing it alone would leave "According to Document, ...".
+_NAMED = re.compile(
+    r"\b(?:the\s+)?(doc(?:ument)?s?|passages?|sources?)\s*(" + CITE_GROUP.pattern
+    + r"(?:\s*(?:,|and|&|,\s*and)?\s*" + CITE_GROUP.pattern + r")*)", re.I
+)
+
+
+def _named(m: re.Match) -> str:
+    noun = m.group(1).lower()
+    plural = noun.endswith("s") or len(extract_citations(m.group(2))) > 1
+    kind = "document" if noun.startswith("doc") else noun.rstrip("s")
+    out = f"the {kind}{'s' if plural else ''}"
+    before = m.string[: m.start()].rstrip()
+    return out.capitalize() if not before or before[-1] in ".!?\n" else out
+
+
 def strip_citations(text: str) -> str:
-    """Remove citation groups and tidy the whitespace they leave behind."""
-    t = CITE_GROUP.sub("", text)
+    """Remove citation groups and tidy the whitespace they leave behind ("Document [2]" -> "the document")."""
+    t = _NAMED.sub(_named, text)
+    t = CITE_GROUP.sub("", t)
     t = re.sub(r"\s+([.,;:!?])", r"\1", t)
     return re.sub(r"\s{2,}", " ", t).strip()
 

@@ -17,8 +17,9 @@ from citegraph.nodes.common import answer_from_text
 from citegraph.prompts.alce import build_prompt
 from citegraph.prompts.raac import feedback_prompt, generate_prompt, refine_prompt
 from citegraph.state.raac import (
-    ASPECTS, MIN_SCORE, AspectFeedback, FeedbackModel, RaacContext, RaacState, RefineModel, TextRound,
+    ASPECTS, MAX_SCORE, MIN_SCORE, AspectFeedback, FeedbackModel, RaacContext, RaacState, RefineModel, TextRound,
 )
+from citegraph.tools.citations import extract_citations, parse_cited_text, strip_citations
 from citegraph.tools.models import chat_text, structured
 
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised\s+summary|summary|answer|revised)(?:\*\*)?\s*:\s*", re.I)
@@ -156,24 +157,75 @@ def fallback_feedback() -> FeedbackModel:
     return FeedbackModel(**{a: AspectFeedback(score=MIN_SCORE, suggestion=tip) for a in ASPECTS}, total=None)
 
 
+def _clip(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[: n - 3].rstrip() + "..."
+
+
+def objective_checks(summary: str, n_docs: int, min_words: int = 50) -> dict[str, tuple[int, str]]:
+    """The measurable part of the rubric, checked without the LLM: ``aspect -> (highest score the
+    summary can get, suggestion)`` for each aspect the summary fails.
+
+    * Length: fewer than ``min_words`` words (citations not counted) -> at most 2 (1 below half).
+    * Citation Recall: sentences citing no document -> at most 2 (1 when most of them are uncited).
+    * Citation Precision: a sentence citing more than 3 documents or an id outside 1..n_docs -> at most 2.
+    """
+    out: dict[str, tuple[int, str]] = {}
+    words = len(strip_citations(summary).split())
+    if words < min_words:
+        cap = MIN_SCORE if words < min_words / 2 else MAX_SCORE - 1
+        out["length"] = (cap, f"The summary has {words} words; write at least {min_words} by adding more specific "
+                              "facts from the documents, each sentence with its [id] citation.")
+    parsed = parse_cited_text(summary, n_docs=n_docs)
+    sentences = parsed.sentences
+    if sentences:
+        uncited = [s.text for s in sentences if not s.citations]
+        if uncited:
+            cap = MIN_SCORE if len(uncited) * 2 > len(sentences) else MAX_SCORE - 1
+            out["citation_recall"] = (cap, f"{len(uncited)} of {len(sentences)} sentence(s) cite no document; add the "
+                                           f"[id] of the supporting document(s) to: \"{_clip(uncited[0])}\"")
+    over = [s.text for s in sentences if len(s.citations) > 3]
+    unknown = sorted({i for i in extract_citations(summary) if not 1 <= i <= n_docs})
+    if over or unknown:
+        what = []
+        if over:
+            what.append(f"{len(over)} sentence(s) cite more than 3 documents; keep only the 1-3 that support each")
+        if unknown:
+            what.append(f"cite only documents 1-{n_docs} (not {', '.join(map(str, unknown))})")
+        out["citation_precision"] = (MAX_SCORE - 1, "; ".join(what) + ".")
+    return out
+
+
 def feedback(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
-    """Score the current summary on six aspects (Table 13) and decide whether the loop stops."""
+    """Score the current summary on six aspects (Table 13) and decide whether the loop stops.
+
+    With ``objective_checks`` the measurable aspects (length, uncited or over-cited sentences) are
+    checked in code and the LLM's score is lowered where it is contradicted (recorded in
+    ``TextRound.overruled``), so the loop does not stop on a short or uncited summary because a
+    small judge rated it 3 everywhere."""
     ctx = runtime.context
     prompt = feedback_prompt(state.question, state.working_documents, state.summary, _max_words(ctx))
     fb, problems = structured(
         ctx.llm, prompt, FeedbackModel, fallback=fallback_feedback, coerce=coerce_feedback,
         temperature=ctx.temperature, max_tokens=ctx.feedback_max_tokens,
     )
+    failed = any("fallback" in p for p in problems)
+    scores, suggestions, overruled = fb.scores(), fb.suggestions(), {}
+    if ctx.objective_checks and not failed:
+        for aspect, (cap, tip) in objective_checks(state.summary, len(state.working_documents), ctx.min_words).items():
+            if scores[aspect] > cap:
+                overruled[aspect] = f"{scores[aspect]} -> {cap}: {tip}"
+                scores[aspect] = cap
+                suggestions[aspect] = tip
     rounds = list(state.rounds)
     last = rounds[-1].model_copy(update={
-        "scores": fb.scores(), "suggestions": fb.suggestions(), "total": fb.computed_total(),
+        "scores": scores, "suggestions": suggestions, "total": sum(scores.values()), "overruled": overruled,
         "reported_total": fb.total, "problems": [*rounds[-1].problems, *problems],
     })
     rounds[-1] = last
     stop = ""
-    if any("fallback" in p for p in problems):
+    if failed:
         stop = "feedback failed"  # nothing to refine from: another round would repeat this one
-    elif fb.all_max():
+    elif all(v == MAX_SCORE for v in scores.values()):
         stop = "max score"
     elif state.text_round >= max(1, ctx.k):
         stop = f"k={ctx.k} rounds"
