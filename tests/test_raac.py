@@ -223,6 +223,25 @@ def test_objective_checks_precision_and_the_flag(five_docs, scripted):
     assert st["text_stop"] == "max score" and r.n("refine") == 0 and not st["rounds"][0].overruled
 
 
+def test_looping_reply_is_cut_to_its_first_copy(five_docs, scripted):
+    from citegraph.nodes.raac.text_agent import clean_summary
+
+    loop = "Alpha was founded in 1901 [1]. Ann led it [1]. " + "Ann led it [1]. " * 6 + "Ann led"
+    assert clean_summary(loop) == "Alpha was founded in 1901 [1]. Ann led it [1]."
+    assert clean_summary("One sentence without an end [1]") == "One sentence without an end [1]"
+    r = Router(gen=["Alpha [1]."], feedback=[fb(2), fb(3)], refine=[refined(loop)])
+    st = trace(r, five_docs, scripted, use_calibration=False, use_citation_agent=False, k=3)
+    assert st["rounds"][1].summary == "Alpha was founded in 1901 [1]. Ann led it [1]."
+
+
+def test_refine_that_repeats_an_earlier_summary_ends_the_loop(five_docs, scripted):
+    r = Router(gen=["First Alpha [1]."], feedback=[fb(2)], refine=[refined("Second [1]."), refined("First  Alpha [1].")])
+    st = trace(r, five_docs, scripted, use_calibration=False, use_citation_agent=False, k=5)
+    assert r.n("refine") == 2 and r.n("feedback") == 2
+    assert st["text_stop"] == "refine repeated an earlier summary"
+    assert [x.summary for x in st["rounds"]] == ["First Alpha [1].", "Second [1]."]
+
+
 def test_best_of_k_tie_goes_to_earliest(five_docs, scripted):
     r = Router(gen=["First [1]."], feedback=[fb(2)], refine=[refined("Second [1].")])
     st = trace(r, five_docs, scripted, use_calibration=False, use_citation_agent=False, k=2)
@@ -276,7 +295,7 @@ def test_refine_reply_without_the_revised_key_is_salvaged(five_docs, scripted, r
 
 def test_large_k_is_not_cut_by_langgraphs_recursion_limit(five_docs, scripted):
     k = 15  # 31 TextAgent steps: more than the recursion limit of 25 older LangGraph releases defaulted to
-    r = Router(gen=["Alpha [1]."], feedback=[fb(2)], refine=[refined("Alpha is a city [1].")])
+    r = Router(gen=["Alpha [1]."], feedback=[fb(2)], refine=[refined(f"Alpha is city {i} [1].") for i in range(k)])
     st = trace(r, five_docs, scripted, use_calibration=False, k=k)
     assert r.n("feedback") == k and len(st["rounds"]) == k and st["text_stop"] == f"k={k} rounds"
 

@@ -20,6 +20,7 @@ ASPECTS: tuple[str, ...] = (
     "completeness", "objectivity", "specificity", "length", "citation_recall", "citation_precision",
 )
 MIN_SCORE, MAX_SCORE = 1, 3
+SUGGESTION_CHARS = 200
 
 
 @dataclass(kw_only=True)
@@ -66,8 +67,11 @@ def _to_score(v: Any) -> int:
 class AspectFeedback(BaseModel):
     """One aspect of the TextAgent's self-feedback: a 1-3 score and a suggestion."""
 
-    score: int = Field(description="1 (poor) to 3 (excellent).")
-    suggestion: str = Field(default="", description="How to improve this aspect.")
+    score: int = Field(description="1 (poor) to 3 (excellent).", json_schema_extra={"enum": [1, 2, 3]})
+    # maxLength bounds a grammar-constrained (llama.cpp) reply: six long suggestions used to run past
+    # feedback_max_tokens, leaving unclosed JSON and a retry; other models' longer text is cut here.
+    suggestion: str = Field(default="", description="How to improve this aspect (one short sentence).",
+                            json_schema_extra={"maxLength": SUGGESTION_CHARS})
 
     @field_validator("score", mode="before")
     @classmethod
@@ -77,7 +81,7 @@ class AspectFeedback(BaseModel):
     @field_validator("suggestion", mode="before")
     @classmethod
     def _text(cls, v: Any) -> str:
-        return "" if v is None else str(v)
+        return "" if v is None else str(v)[:SUGGESTION_CHARS]
 
 
 class FeedbackModel(BaseModel):

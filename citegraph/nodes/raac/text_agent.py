@@ -21,6 +21,7 @@ from citegraph.state.raac import (
 )
 from citegraph.tools.citations import extract_citations, parse_cited_text, strip_citations
 from citegraph.tools.models import chat_text, structured
+from citegraph.tools.sentences import split_sentences
 
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised\s+summary|summary|answer|revised)(?:\*\*)?\s*:\s*", re.I)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.S)
@@ -54,7 +55,27 @@ def clean_summary(text: str) -> str:
     t = "\n".join(lines).strip()
     if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
         t = t[1:-1].strip()
-    return t
+    return drop_repeats(t)
+
+
+def drop_repeats(text: str) -> str:
+    """Small models loop ("A. B. B. B. B ..." until max_tokens): keep the first copy of each sentence
+    and drop an unfinished last sentence cut off by the token limit."""
+    sentences = split_sentences(text)
+    if len(sentences) < 2:
+        return text
+    seen: set[str] = set()
+    kept: list[str] = []
+    for s in sentences:
+        key = re.sub(r"\W+", " ", strip_citations(s)).strip().lower()
+        if key and key not in seen:
+            seen.add(key)
+            kept.append(s)
+    if len(kept) > 1 and not re.search(r"[.!?][\"')\]]*$", kept[-1].rstrip()):
+        kept.pop()
+    if len(kept) == len(sentences):
+        return text
+    return " ".join(kept)
 
 
 def _max_words(ctx: RaacContext) -> int | None:
@@ -251,9 +272,19 @@ def refine(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
         rounds = list(state.rounds)
         rounds[-1] = last.model_copy(update={"problems": [*last.problems, *problems, "refine: no revised summary"]})
         return {"rounds": rounds, "text_stop": "refine failed"}
+    if any(_same(revised, r.summary) for r in _this_pass(state)):
+        # a greedy model given the same feedback writes the same text again: its feedback would be
+        # the same too, so another round cannot change the pool
+        rounds = list(state.rounds)
+        rounds[-1] = last.model_copy(update={"problems": [*last.problems, *problems]})
+        return {"rounds": rounds, "text_stop": "refine repeated an earlier summary"}
     rnd = TextRound(calibration_round=state.calibration_round, round=state.text_round + 1, kind="refine",
                     summary=revised, problems=problems)
     return {"summary": revised, "text_round": state.text_round + 1, "rounds": [*state.rounds, rnd]}
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()) == " ".join(b.split())
 
 
 def coerce_refine(data: Any) -> Any:
