@@ -375,6 +375,18 @@ def test_discovery_verification_flag(five_docs, scripted):
     assert st["discoveries"][0].verified is None and st["answer"].sentences[0].citations == [2]
 
 
+def test_discovery_keeps_the_minimum_entailing_subset(five_docs, scripted):
+    # the LLM proposes 1, 2 and 3; only Beta's document supports the sentence: [2] is kept, from
+    # one batch of the 7 subsets
+    spec, v, seen = keyword_verifier({"river": ["Beta"]})
+    r = Router(gen=["Beta is a river in Chile."], feedback=[fb(3)], add=['{"citations": [3, 2, 1]}'])
+    st = trace(r, five_docs, scripted, use_calibration=False, verifier=spec, discovery_top_n=5)
+    rec = st["discoveries"][0]
+    assert [c.subset for c in rec.checks] == [[1], [2], [3], [1, 2], [1, 3], [2, 3], [1, 2, 3]]
+    assert rec.kept == [2] and rec.verified is True and rec.verifier_score == 1.0
+    assert st["answer"].sentences[0].citations == [2] and len(seen) == 7
+
+
 def test_discovery_falls_back_to_word_overlap_without_embeddings(five_docs, scripted, monkeypatch):
     from citegraph.errors import ModelError
 

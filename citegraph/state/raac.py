@@ -171,8 +171,9 @@ class DiscoveryRecord(BaseModel):
     similarities: list[float] = Field(default_factory=list)
     proposed: list[int] = Field(default_factory=list)
     rejected: dict[str, str] = Field(default_factory=dict, description="id -> reason")
-    verified: bool | None = None
-    verifier_score: float | None = None
+    verified: bool | None = Field(default=None, description="Some subset of the proposal entails (None: not verified).")
+    verifier_score: float | None = Field(default=None, description="Verifier score of the whole proposal.")
+    checks: list[SubsetCheck] = Field(default_factory=list, description="Every subset of the proposal, as the Validator checks.")
     kept: list[int] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
 

@@ -8,7 +8,8 @@
 * Discovery: for each sentence left without a citation, rank the documents by embedding
   similarity (packaged MiniLM; the paper uses DPR), show the top ``discovery_top_n`` to the LLM with
   the AddCitation prompt (Table 15), drop ids outside the candidates / document set, keep at most 3,
-  and (``verify_discovered``) keep them only if the verifier says they entail the sentence.
+  and (``verify_discovered``) keep the minimum entailing subset of them, checked like the Validator's
+  (none entails -> the sentence stays uncited).
 """
 
 from __future__ import annotations
@@ -214,11 +215,15 @@ def discover(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
             else:
                 chosen.append(c)
         if chosen and verifier is not None:
-            score = verifier.score([(premise(docs, chosen), text.strip())])[0]
-            ok = score >= verifier.threshold
-            rec.verified, rec.verifier_score = ok, round(float(score), 4)
-            if not ok:
-                chosen = []
+            # verified like the Validator's citations: every subset in one batch, then the
+            # Simplifier's minimum entailing subset (a small LLM rarely picks the smallest one)
+            subs = subsets(chosen)
+            scores = verifier.score([(premise(docs, sub), text.strip()) for sub in subs])
+            rec.checks = [SubsetCheck(subset=list(sub), score=round(float(sc), 4), entails=sc >= verifier.threshold)
+                          for sub, sc in zip(subs, scores)]
+            rec.verifier_score = next(c.score for c in rec.checks if len(c.subset) == len(chosen))
+            chosen = minimal_subset(rec.checks)
+            rec.verified = bool(chosen)
         rec.kept = sorted(chosen)
         if chosen:
             sentences[i] = CitedSentence(text=text, citations=sorted(chosen))
