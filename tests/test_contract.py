@@ -75,6 +75,17 @@ def test_strip_keeps_a_named_document_readable(text, want):
     assert extract_citations(text) == extract_citations(text.replace("Document", "x"))
 
 
+@pytest.mark.parametrize("text,want", [
+    ('It opens "Wednesday Morning, 3 A.M.".', 'It opens "Wednesday Morning, 3 A.M." [1][2].'),
+    ('He said "Stop."', 'He said "Stop." [1][2]'),
+    ("He left (in 1990).", "He left (in 1990) [1][2]."),
+])
+def test_render_keeps_quoted_text_and_round_trips(text, want):
+    rendered = CitedSentence(text=text, citations=[1, 2]).render()
+    assert rendered == want
+    assert cites(rendered)[0] == [(text, [1, 2])]
+
+
 def test_render_places_citations_before_period():
     s = CitedSentence(text="Paris is in France.", citations=[1, 2])
     assert s.render() == "Paris is in France [1][2]."

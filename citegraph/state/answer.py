@@ -8,6 +8,8 @@ such text back into the contract.
 
 from __future__ import annotations
 
+import re
+
 import hashlib
 from typing import Any
 
@@ -67,12 +69,13 @@ class CitedSentence(BaseModel):
         if not self.citations:
             return text
         marks = "".join(f"[{c}]" for c in self.citations)
-        body, end = text, ""
-        while body and body[-1] in ".!?\"')":
-            end = body[-1] + end
-            body = body[:-1]
-        body = body.rstrip()
-        return f"{body} {marks}{end}" if body else marks + end
+        m = re.search(r"[.!?]+$", text)
+        if m is None:
+            # no final punctuation of its own, or it sits inside quotes/brackets ('He said "Stop."'):
+            # the marks follow, so the quoted text stays as written
+            return f"{text} {marks}"
+        body = text[: m.start()].rstrip()
+        return f"{body} {marks}{m.group(0)}" if body else marks + m.group(0)
 
 
 class AttributedAnswer(BaseModel):
