@@ -545,3 +545,33 @@ def test_answer_item_usage(five_docs, scripted, monkeypatch):
     ans, usage = answer_item(build_graph("raac"), Item(id="x", question="Q", documents=five_docs),
                              RaacContext(llm=spec, verifier=vspec, objective_checks=False))
     assert usage["llm_calls"] == 2 and ans.render() == "Alpha [1]."
+
+
+def test_trace_stats_script_reads_a_finished_file_and_its_journal(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    spec_ = importlib.util.spec_from_file_location(
+        "raac_stats", Path(__file__).resolve().parents[1] / "benchmarks" / "raac_trace_stats.py")
+    mod = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(mod)
+
+    def item(i, rounds, stop, cal, uncited):
+        sents = [{"text": "a", "citations": [1]}] + [{"text": "b", "citations": []}] * uncited
+        return {"citegraph": {"item_id": str(i), "answer": {"sentences": sents, "metadata": {
+            "text_agent": {"rounds": rounds, "stop": stop},
+            "raac": {"calibration": [{"decision": d} for d in cal], "discoveries": uncited, "citation_f1": 0.5},
+            "usage": {"llm_calls": 3, "seconds": 10.0}}}}}
+
+    out = tmp_path / "raac.json"
+    out.write_text(json.dumps({"data": [item(1, 1, "max score", ["initial"], 0)]}))
+    (tmp_path / "raac.json.partial.jsonl").write_text(
+        json.dumps(item(1, 1, "max score", ["initial"], 0)) + "\n"
+        + json.dumps(item(2, 3, "k=3 rounds", ["initial", "revert"], 1)) + "\n")
+    s = mod.stats(mod.load(out))
+    assert s["items"] == 2 and s["TextAgent rounds, distribution"] == {1: 1, 3: 1}
+    assert s["TextAgent stop reasons"] == {"max score": 1, "k=3 rounds": 1}
+    assert s["Summary Calibration"] == {"gate passed or nothing to restrict": 1, "revert": 1}
+    assert s["uncited sentences in the final answer"] == "1/3"
+    assert mod.main([str(tmp_path / "missing.json")]) == 2
+    assert "no RAAC items" in capsys.readouterr().err
