@@ -8,9 +8,8 @@ such text back into the contract.
 
 from __future__ import annotations
 
-import re
-
 import hashlib
+import re
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator

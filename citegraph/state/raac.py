@@ -112,7 +112,6 @@ class FeedbackModel(BaseModel):
         return {a: getattr(self, a).suggestion for a in ASPECTS}
 
 
-
 class RefineModel(BaseModel):
     """The refine reply (paper Table 14)."""
 
