@@ -135,3 +135,25 @@ def test_baselines_are_registered_for_cli_and_studio():
         assert name in GRAPHS
         assert cfg["graphs"][name] == f"./citegraph/graphs/{name}.py:graph"
         assert build_graph(name).name == name
+
+
+@pytest.mark.parametrize("method", ["summ", "snippet"])
+def test_second_run_on_the_same_thread_uses_only_its_own_documents(method, docs4, scripted):
+    # Studio and any checkpointer re-use a thread: the per-document notes (a concatenation
+    # reducer) of the first run must not leak into the second run's answer prompt
+    from langgraph.checkpoint.memory import MemorySaver
+
+    spec, model = scripted(per_doc_script("Alpha was founded in 1901 [1].", irrelevant=()))
+    graph = build_graph(method, checkpointer=MemorySaver())
+    cfg = {"configurable": {"thread_id": "one"}}
+    ctx = make_context(method, llm=spec)
+    graph.invoke({"question": "Q1?", "documents": docs4}, cfg, context=ctx)
+    other = [Document(id="z", title="Zeta", text="Zeta is a letter.")]
+    out = graph.invoke({"question": "Q2?", "documents": other}, cfg, context=ctx)
+    state = graph.get_state(cfg).values
+    assert [n.index for n in state["notes"]] == [1]
+    assert state["kept"] == [1]
+    prompt = answer_prompt(model)
+    assert "Zeta is a letter." in prompt and "Alpha" not in prompt
+    assert out["answer"].documents == other
+    assert all(c == 1 for s in out["answer"].sentences for c in s.citations)

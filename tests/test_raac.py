@@ -575,3 +575,21 @@ def test_trace_stats_script_reads_a_finished_file_and_its_journal(tmp_path, caps
     assert s["uncited sentences in the final answer"] == "1/3"
     assert mod.main([str(tmp_path / "missing.json")]) == 2
     assert "no RAAC items" in capsys.readouterr().err
+
+
+def test_second_run_on_the_same_thread_starts_a_fresh_trace(five_docs, scripted):
+    # Studio re-uses a thread: the second run's trace and answer must be its own
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    r = Router(gen=["Alpha was founded in 1901 [1].", "Zeta is a letter [1]."], feedback=[fb(3)])
+    spec, _ = scripted(r)
+    g = build_graph("raac", checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    ctx = RaacContext(llm=spec, verifier=make_verifier(lambda p, h: 1.0)[0], objective_checks=False, use_calibration=False)
+    g.invoke({"question": "What are they?", "documents": five_docs}, config=cfg, context=ctx)
+    other = [Document(id="z", title="Zeta", text="Zeta is a letter.")]
+    out = g.invoke({"question": "What is Zeta?", "documents": other}, config=cfg, context=ctx)
+    st = g.get_state(cfg).values
+    assert [x.round for x in st["rounds"]] == [1] and len(st["calibrations"]) == 1
+    assert st["working_documents"] == other and st["doc_map"] == {1: 1}
+    assert out["answer"].documents == other and out["answer"].render() == "Zeta is a letter [1]."

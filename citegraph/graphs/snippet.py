@@ -1,10 +1,10 @@
-"""SNIPPET (ALCE, Gao et al. 2023): per-document extracted span (fan-out) → answer → attribute."""
+"""SNIPPET (ALCE, Gao et al. 2023): prepare → per-document extracted span (fan-out) → answer → attribute."""
 
 from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from citegraph.nodes.alce_baselines import attribute_snippet, extract, fan_out_extract, generate_from_snippets
+from citegraph.nodes.alce_baselines import attribute_snippet, extract, fan_out_extract, generate_from_snippets, prepare_notes
 from citegraph.state.alce_baselines import DocTask, SnippetContext, SnippetState
 from citegraph.state.base import InputState, OutputState
 
@@ -14,7 +14,9 @@ def build(checkpointer=None):
     g.add_node("extract", extract, input_schema=DocTask)
     g.add_node("generate", generate_from_snippets)
     g.add_node("attribute", attribute_snippet)
-    g.add_conditional_edges(START, fan_out_extract, ["extract", "generate"])
+    g.add_node("prepare", prepare_notes)
+    g.add_edge(START, "prepare")
+    g.add_conditional_edges("prepare", fan_out_extract, ["extract", "generate"])
     g.add_edge("extract", "generate")
     g.add_edge("generate", "attribute")
     g.add_edge("attribute", END)

@@ -1,10 +1,10 @@
-"""SUMM (ALCE, Gao et al. 2023): per-document query-focused summary (fan-out) → answer → attribute."""
+"""SUMM (ALCE, Gao et al. 2023): prepare → per-document query-focused summary (fan-out) → answer → attribute."""
 
 from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from citegraph.nodes.alce_baselines import attribute_summ, fan_out_summarize, generate_from_summaries, summarize
+from citegraph.nodes.alce_baselines import attribute_summ, fan_out_summarize, generate_from_summaries, prepare_notes, summarize
 from citegraph.state.alce_baselines import DocTask, SummContext, SummState
 from citegraph.state.base import InputState, OutputState
 
@@ -14,7 +14,9 @@ def build(checkpointer=None):
     g.add_node("summarize", summarize, input_schema=DocTask)
     g.add_node("generate", generate_from_summaries)
     g.add_node("attribute", attribute_summ)
-    g.add_conditional_edges(START, fan_out_summarize, ["summarize", "generate"])
+    g.add_node("prepare", prepare_notes)
+    g.add_edge(START, "prepare")
+    g.add_conditional_edges("prepare", fan_out_summarize, ["summarize", "generate"])
     g.add_edge("summarize", "generate")
     g.add_edge("generate", "attribute")
     g.add_edge("attribute", END)

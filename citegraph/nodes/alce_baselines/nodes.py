@@ -12,7 +12,7 @@ them all with ALCE citation recall (one batched verifier round per check) and ke
 from __future__ import annotations
 
 from langgraph.runtime import Runtime
-from langgraph.types import Send
+from langgraph.types import Overwrite, Send
 
 from citegraph.eval.metrics import alce_citation_job, run_jobs
 from citegraph.nodes.common import answer_from_text
@@ -27,6 +27,12 @@ from citegraph.tools.models import chat_text
 
 
 # --------------------------------------------------------------------------- SUMM / SNIPPET
+def prepare_notes(state: ShorterState) -> dict:
+    """Start a run from a clean slate: a thread may be re-invoked (Studio, any checkpointer), and
+    ``notes`` is a concatenation reducer, so the previous run's notes are overwritten, not extended."""
+    return {"notes": Overwrite([]), "kept": [], "prompt": "", "generation": "", "answer": None}
+
+
 def _fan_out(worker: str):
     def fan_out(state: ShorterState) -> list[Send] | str:
         if not state.documents:
