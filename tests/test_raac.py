@@ -227,11 +227,42 @@ def test_looping_reply_is_cut_to_its_first_copy(five_docs, scripted):
     from citegraph.nodes.raac.text_agent import clean_summary
 
     loop = "Alpha was founded in 1901 [1]. Ann led it [1]. " + "Ann led it [1]. " * 6 + "Ann led"
-    assert clean_summary(loop) == "Alpha was founded in 1901 [1]. Ann led it [1]."
-    assert clean_summary("One sentence without an end [1]") == "One sentence without an end [1]"
-    r = Router(gen=["Alpha [1]."], feedback=[fb(2), fb(3)], refine=[refined(loop)])
-    st = trace(r, five_docs, scripted, use_calibration=False, use_citation_agent=False, k=3)
-    assert st["rounds"][1].summary == "Alpha was founded in 1901 [1]. Ann led it [1]."
+    notes: list[str] = []
+    assert clean_summary(loop, truncated=True, notes=notes) == "Alpha was founded in 1901 [1]. Ann led it [1]."
+    assert notes[0] == "dropped 6 repeated sentence(s)" and "unfinished last sentence" in notes[1]
+    assert clean_summary("One sentence without an end [1]", truncated=True) == "One sentence without an end [1]"
+    # a reply that ended by itself keeps its last sentence, punctuated or not
+    assert clean_summary("Alpha was founded in 1901 [1]. Ann led it [1]") == "Alpha was founded in 1901 [1]. Ann led it [1]"
+    # a citation after the period does not make the sentence unfinished
+    trailing = "Alpha was founded in 1901 [1]. Beta is a river. [2][3]"
+    assert clean_summary(trailing, truncated=True) == trailing
+
+    # in the graph: the refine reply is cut at max_new_tokens (its JSON repaired), so its
+    # unfinished tail goes, and the trace says why
+    long = ("Alpha was founded in 1901 [1]. Ann led it for many years [1]. "
+            "Beta is a long river in Chile that flows from the Andes to the Pacific Ocean through many towns [2].")
+    r = Router(gen=["Alpha [1]."], feedback=[fb(2), fb(3)], refine=[refined(long)])
+    spec, model = scripted(r)
+    model.emulate_max_tokens = True
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    g = build_graph("raac", checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    ctx = RaacContext(llm=spec, verifier=make_verifier(lambda p, h: 1.0)[0], objective_checks=False,
+                      use_calibration=False, use_citation_agent=False, k=3, max_new_tokens=20)
+    g.invoke({"question": "What are they?", "documents": five_docs}, config=cfg, context=ctx)
+    rnd = g.get_state(cfg).values["rounds"][1]
+    assert rnd.summary == "Alpha was founded in 1901 [1]. Ann led it for many years [1]."
+    assert rnd.problems[0] == "RefineModel: reply cut at max_tokens"
+    assert "dropped the unfinished last sentence" in rnd.problems[1] and "Beta is a long river" in rnd.problems[1]
+
+
+def test_generation_not_cut_keeps_its_last_sentence(five_docs, scripted):
+    # the 1.5B model often writes the citation after the period; nothing was cut, nothing is lost
+    text = "Alpha was founded in 1901 by Ann [1]. Beta is a river in Chile. [2]"
+    st = trace(Router(gen=[text], feedback=[fb(3)]), five_docs, scripted, use_calibration=False, use_citation_agent=False)
+    assert st["rounds"][0].summary == text and st["rounds"][0].problems == []
+    assert [s.citations for s in st["answer"].sentences] == [[1], [2]]
 
 
 def test_refine_that_repeats_an_earlier_summary_ends_the_loop(five_docs, scripted):
@@ -279,6 +310,27 @@ def test_null_aspect_in_feedback_is_retried_not_a_crash(five_docs, scripted):
     st = trace(r, five_docs, scripted, use_calibration=False, k=2)
     assert r.n("feedback") == 2 and st["rounds"][0].total == 18
     assert st["text_stop"] == "max score" and any("FeedbackModel" in p for p in st["rounds"][0].problems)
+
+
+def test_overflowing_numbers_in_feedback_are_not_a_crash(five_docs, scripted):
+    # JSON allows Infinity and 1e999 (both parse to inf; int(inf) raises OverflowError)
+    reply = fb(3).replace('"total": 18', '"total": 1e999').replace('"length": {"score": 3', '"length": {"score": Infinity')
+    assert "Infinity" in reply and "1e999" in reply
+    r = Router(gen=["Alpha [1]."], feedback=[reply])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=1)
+    rnd = st["rounds"][0]
+    assert rnd.scores["length"] == 1 and rnd.reported_total is None and rnd.total == 16
+
+
+def test_discovery_odd_numbers_are_no_ids(five_docs, scripted):
+    vspec, _, _ = keyword_verifier({"Chile": ["Beta"]})
+    r = Router(gen=["Beta is a river in Chile."], feedback=[fb(3)],
+               add=['{"citations": [Infinity, 2.7, "-1", NaN, 2.0]}'])
+    st = trace(r, five_docs, scripted, use_calibration=False, verifier=vspec)
+    d = st["discoveries"][0]
+    assert d.proposed == [-1, 2]  # 2.7, NaN and Infinity are not ids; "-1" is not read as 1
+    assert "outside the document set" in d.rejected["-1"]
+    assert d.kept == [2] and st["answer"].sentences[0].citations == [2]
 
 
 @pytest.mark.parametrize("reply", [
@@ -434,7 +486,7 @@ def test_gate_accept_maps_dadp_citations_to_original_ids(five_docs, scripted, mo
     r = Router(
         # pass 0 on the top-5 docs cites 2, 4, 5 -> D_adp = [2, 4, 5] renumbered 1..3
         gen=["Beta is a river [2]. Delta is a city [4]. Epsilon is a letter [5].",
-             "Beta is a river in Chile [1]. Epsilon is used in mathematics [3]."],
+             "Beta is a river in Chile [1]. Epsilon is used in mathematics [3][4]."],  # [4]: not in D_adp
         feedback=[fb(3)],
     )
     st = trace(r, five_docs, scripted, tau=0.8, max_calibration_rounds=1)
@@ -446,8 +498,13 @@ def test_gate_accept_maps_dadp_citations_to_original_ids(five_docs, scripted, mo
     assert st["calibrations"][1].documents == [2, 4, 5]
     ans = st["answer"]
     assert [s.citations for s in ans.sentences] == [[2], [5]]  # D_adp [1],[3] -> original 2, 5
-    assert len(ans.documents) == 6 and ans.documents[4].id == "d5"  # the caller's full list
+    assert [d.id for d in ans.documents] == [d.id for d in five_docs]  # the caller's full list
     assert ans.metadata["raac"]["citation_f1"] == 0.7 and ans.metadata["raac"]["accepted_calibration_round"] == 1
+    # the dropped [4] was D_adp's numbering (3 documents), and the warning says so
+    assert len(ans.warnings) == 1 and "[4]" in ans.warnings[0]
+    assert ans.warnings[0].endswith("(calibration round 1, numbering of D_adp=[2, 4, 5])")
+    # the raw text that ALCE-mode scoring reads is the final answer in the caller's numbering
+    assert ans.metadata["raw_output"] == "Beta is a river in Chile [2]. Epsilon is used in mathematics [5]."
 
 
 def test_gate_revert_keeps_previous(five_docs, scripted, monkeypatch):

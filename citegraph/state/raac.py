@@ -59,7 +59,7 @@ def _to_score(v: Any) -> int:
         v = float(m.group(0)) if m else MIN_SCORE
     try:
         n = int(round(float(v)))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # None, "", NaN, Infinity / 1e999
         n = MIN_SCORE
     return max(MIN_SCORE, min(MAX_SCORE, n))
 
@@ -102,7 +102,7 @@ class FeedbackModel(BaseModel):
             return None
         try:
             return int(round(float(str(v).split("/")[0].strip())))
-        except ValueError:
+        except (ValueError, OverflowError):  # prose, NaN, Infinity / 1e999
             return None
 
     def scores(self) -> dict[str, int]:

@@ -22,7 +22,7 @@ import os
 import re
 import threading
 import time
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -203,6 +203,8 @@ class ScriptedChatModel(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     script: Any = Field(default_factory=list)
     judge: Any = 0.5
+    emulate_max_tokens: bool = Field(
+        default=False, description="Cut a reply longer than max_tokens words there and report finish_reason 'length', as a server would.")
     calls: list = Field(default_factory=list)
     _i: int = PrivateAttr(default=0)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -223,10 +225,15 @@ class ScriptedChatModel(BaseChatModel):
                     text = self.script[min(self._i, len(self.script) - 1)]
                     self._i += 1
         prompt_tokens = sum(len(str(m.content).split()) for m in messages)
+        finish = "stop"
+        limit = kwargs.get("max_tokens")
+        if self.emulate_max_tokens and limit and len(text.split()) > limit:
+            text, finish = " ".join(text.split()[:limit]), "length"
         msg = AIMessage(
             content=text,
             usage_metadata={"input_tokens": prompt_tokens, "output_tokens": len(text.split()),
                             "total_tokens": prompt_tokens + len(text.split())},
+            response_metadata={"finish_reason": finish},
         )
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
@@ -302,8 +309,27 @@ def _invoke(model: BaseChatModel, msgs: list[BaseMessage], **kwargs: Any) -> AIM
         raise
 
 
+class Reply(NamedTuple):
+    """A reply's text and why generation ended (``"length"``: cut at max_tokens; ``None``: unknown)."""
+
+    text: str
+    finish_reason: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+TRUNCATED = "reply cut at max_tokens"
+
+
 def chat_text(spec: str, prompt: Messages, *, system: str | None = None, **kwargs: Any) -> str:
     """One chat call; returns the reply text. kwargs: temperature, max_tokens, stop."""
+    return chat_reply(spec, prompt, system=system, **kwargs).text
+
+
+def chat_reply(spec: str, prompt: Messages, *, system: str | None = None, **kwargs: Any) -> Reply:
+    """One chat call; returns the text and the finish reason (to tell a reply cut at max_tokens)."""
     model = get_chat_model(spec)
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     if isinstance(model, LlamaCppChat) or isinstance(model, ScriptedChatModel):
@@ -312,7 +338,9 @@ def chat_text(spec: str, prompt: Messages, *, system: str | None = None, **kwarg
         if "max_tokens" in kwargs:
             kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
         msg = _invoke(model, as_messages(prompt, system), **kwargs)
-    return msg.content if isinstance(msg.content, str) else str(msg.content)
+    text = msg.content if isinstance(msg.content, str) else str(msg.content)
+    meta = getattr(msg, "response_metadata", None) or {}
+    return Reply(text, meta.get("finish_reason"))
 
 
 _FENCE = re.compile(r"```(?:json|python)?\s*(.*?)```", re.S)
@@ -398,8 +426,11 @@ def structured(
     if isinstance(model, LlamaCppChat):
         kwargs.setdefault("json_schema", schema.model_json_schema())
 
+    last: dict[str, bool] = {}
+
     def attempt() -> T:
-        text = chat_text(spec, msgs, **kwargs)
+        reply = chat_reply(spec, msgs, **kwargs)
+        text, last["truncated"] = reply.text, reply.truncated
         try:
             try:
                 data = extract_json(text)
@@ -429,7 +460,10 @@ def structured(
     try:
         for at in Retrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception_type(StructuredOutputError), reraise=True):
             with at:
-                return attempt(), problems
+                value = attempt()
+                if last.get("truncated"):  # the accepted reply was cut (its JSON repaired): callers may care
+                    problems.append(f"{schema.__name__}: {TRUNCATED}")
+                return value, problems
     except (StructuredOutputError, RetryError):
         if fallback is None:
             raise StructuredOutputError("; ".join(problems))

@@ -49,7 +49,12 @@ def to_original(answer: AttributedAnswer | None, state: RaacState) -> Attributed
     """A working-documents answer with its citations mapped into the caller's documents."""
     if answer is None:
         answer = AttributedAnswer(question=state.question, documents=state.working_documents)
-    return answer.remap(list(state.documents), dict(state.doc_map))
+    out = answer.remap(list(state.documents), dict(state.doc_map))
+    if any(k != v for k, v in state.doc_map.items()) and out.warnings:
+        # parse warnings speak of the working numbering: say which
+        where = f"calibration round {state.calibration_round}, numbering of D_adp={sorted(state.doc_map.values())}"
+        out.warnings = [f"{w} ({where})" for w in out.warnings]
+    return out
 
 
 def _cited_originals(answer: AttributedAnswer | None, doc_map: dict[int, int]) -> list[int]:
@@ -132,6 +137,9 @@ def finalize(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     meta = dict(ans.metadata)
     meta.update({
         "method": "raac",
+        # the final text in the caller's numbering (the TextAgent's own text, in its pass's working
+        # numbering, stays in the trace): ALCE-mode scoring reads this
+        "raw_output": ans.render(),
         "raac": {
             "citation_f1": state.best_f1,
             "accepted_calibration_round": accepted[-1] if accepted else 0,

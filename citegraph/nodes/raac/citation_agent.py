@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from typing import Any
 
@@ -167,10 +168,13 @@ def _coerce_ids(data: Any) -> Any:
         for x in raw:
             if isinstance(x, bool):
                 continue
-            if isinstance(x, (int, float)):
-                ids.append(int(x))
+            if isinstance(x, int):
+                ids.append(x)
+            elif isinstance(x, float):
+                if math.isfinite(x) and x == int(x):  # 2.0 is 2; 2.7, NaN and Infinity are no id
+                    ids.append(int(x))
             else:
-                ids.extend(int(m) for m in re.findall(r"\d+", str(x)))
+                ids.extend(int(m) for m in re.findall(r"-?\d+", str(x)))  # "-1" stays -1 and is rejected
         return {"citations": ids}
     return data
 

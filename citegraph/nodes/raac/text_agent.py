@@ -20,7 +20,7 @@ from citegraph.state.raac import (
     ASPECTS, MAX_SCORE, MIN_SCORE, AspectFeedback, FeedbackModel, RaacContext, RaacState, RefineModel, TextRound,
 )
 from citegraph.tools.citations import extract_citations, parse_cited_text, strip_citations
-from citegraph.tools.models import chat_text, structured
+from citegraph.tools.models import TRUNCATED, chat_reply, chat_text, structured
 from citegraph.tools.sentences import split_sentences
 
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised\s+summary|summary|answer|revised)(?:\*\*)?\s*:\s*", re.I)
@@ -28,8 +28,10 @@ _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.S)
 _CITE = re.compile(r"\[\d+")
 
 
-def clean_summary(text: str) -> str:
-    """Strip code fences, a leading 'Summary:' label, wrapping quotes and a JSON wrapper."""
+def clean_summary(text: str, truncated: bool = False, notes: list[str] | None = None) -> str:
+    """Strip code fences, a leading 'Summary:' label, wrapping quotes and a JSON wrapper; drop
+    looping repeats and, in a reply cut at max_tokens, its unfinished last sentence (see
+    :func:`drop_repeats`; what was dropped is appended to ``notes``)."""
     t = (text or "").strip()
     m = _FENCE.match(t)
     if m:
@@ -55,12 +57,14 @@ def clean_summary(text: str) -> str:
     t = "\n".join(lines).strip()
     if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
         t = t[1:-1].strip()
-    return drop_repeats(t)
+    return drop_repeats(t, truncated, notes)
 
 
-def drop_repeats(text: str) -> str:
-    """Small models loop ("A. B. B. B. B ..." until max_tokens): keep the first copy of each sentence
-    and drop an unfinished last sentence cut off by the token limit."""
+def drop_repeats(text: str, truncated: bool = False, notes: list[str] | None = None) -> str:
+    """Small models loop ("A. B. B. B. B ..." until max_tokens): keep the first copy of each
+    sentence. In a reply cut at max_tokens (``truncated``), also drop the unfinished last sentence;
+    a reply that ended by itself keeps its last sentence even without final punctuation, and a
+    citation written after the period ("... river. [2]") does not make a sentence unfinished."""
     sentences = split_sentences(text)
     if len(sentences) < 2:
         return text
@@ -71,11 +75,18 @@ def drop_repeats(text: str) -> str:
         if key and key not in seen:
             seen.add(key)
             kept.append(s)
-    if len(kept) > 1 and not re.search(r"[.!?][\"')\]]*$", kept[-1].rstrip()):
-        kept.pop()
+    if notes is not None and len(kept) < len(sentences):
+        notes.append(f"dropped {len(sentences) - len(kept)} repeated sentence(s)")
+    if truncated and len(kept) > 1 and not _ENDED.search(strip_citations(kept[-1]).rstrip()):
+        dropped = kept.pop()
+        if notes is not None:
+            notes.append(f"dropped the unfinished last sentence of a {TRUNCATED}: {dropped[:80]!r}")
     if len(kept) == len(sentences):
         return text
     return " ".join(kept)
+
+
+_ENDED = re.compile(r"[.!?][\"')\]]*$")
 
 
 def _max_words(ctx: RaacContext) -> int | None:
@@ -91,8 +102,10 @@ def generate(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     """Round 1: the initial attributed summary (Table 12)."""
     ctx = runtime.context
     prompt = generate_prompt(state.question, state.working_documents, _max_words(ctx))
-    text = clean_summary(chat_text(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens))
-    rnd = TextRound(calibration_round=state.calibration_round, round=1, kind="initial", summary=text)
+    reply = chat_reply(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+    notes: list[str] = []
+    text = clean_summary(reply.text, reply.truncated, notes)
+    rnd = TextRound(calibration_round=state.calibration_round, round=1, kind="initial", summary=text, problems=notes)
     return {"summary": text, "text_round": 1, "text_stop": "", "rounds": [*state.rounds, rnd]}
 
 
@@ -267,7 +280,8 @@ def refine(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     out, problems = structured(ctx.llm, prompt, RefineModel, fallback=lambda: RefineModel(revised=""),
                                coerce=coerce_refine, coerce_text=refine_from_text,
                                temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
-    revised = clean_summary(out.revised)
+    problems = list(problems)
+    revised = clean_summary(out.revised, any(p.endswith(TRUNCATED) for p in problems), problems)
     if not revised:
         rounds = list(state.rounds)
         rounds[-1] = last.model_copy(update={"problems": [*last.problems, *problems, "refine: no revised summary"]})
