@@ -514,8 +514,12 @@ def test_gate_revert_keeps_previous(five_docs, scripted, monkeypatch):
     assert [c.decision for c in st["calibrations"]] == ["initial", "revert"]
     assert st["calibrations"][1].next == "finalize"
     assert st["answer"].render() == "Beta is a river [2]. Delta is a city [4]."
-    assert st["answer"].metadata["raac"]["accepted_calibration_round"] == 0
+    meta = st["answer"].metadata["raac"]
+    assert meta["accepted_calibration_round"] == 0
     assert r.n("gen") == 2  # M=3 but the revert stops
+    # the counts of the kept pass are told apart from those of every pass (the reverted one too)
+    assert meta["text_rounds"] == 2 and meta["accepted_pass"]["text_rounds"] == 1
+    assert meta["validated_sentences"] == 3 and meta["accepted_pass"]["validated_sentences"] == 2
 
 
 @pytest.mark.parametrize("m, passes", [(0, 1), (1, 2), (2, 3)])

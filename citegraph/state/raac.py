@@ -126,7 +126,8 @@ class AddCitationModel(BaseModel):
 
 # --------------------------------------------------------------------------- trace records
 class TextRound(BaseModel):
-    """One TextAgent round: a summary and the feedback it received."""
+    """One TextAgent round: a summary and the feedback it received (the summary's [n] are in the
+    working numbering of its ``calibration_round``; see :class:`ValidationRecord`)."""
 
     calibration_round: int = 0
     round: int = Field(description="1-based round within this TextAgent run.")
@@ -149,7 +150,11 @@ class SubsetCheck(BaseModel):
 
 
 class ValidationRecord(BaseModel):
-    """Validator + Simplifier for one sentence (indices are into the working documents)."""
+    """Validator + Simplifier for one sentence.
+
+    Indices are into the working documents of its ``calibration_round``: 1..5 of D in round 0,
+    1..n of D_adp after a restriction (that round's ``CalibrationRecord.documents`` maps them to the
+    caller's indices)."""
 
     calibration_round: int = 0
     sentence: int
@@ -161,7 +166,11 @@ class ValidationRecord(BaseModel):
 
 
 class DiscoveryRecord(BaseModel):
-    """Discovery for one uncited sentence (indices are into the working documents)."""
+    """Discovery for one uncited sentence.
+
+    Indices are into the working documents of its ``calibration_round``: 1..5 of D in round 0,
+    1..n of D_adp after a restriction (that round's ``CalibrationRecord.documents`` maps them to the
+    caller's indices)."""
 
     calibration_round: int = 0
     sentence: int

@@ -134,6 +134,7 @@ def finalize(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     ctx = runtime.context
     ans = state.best_answer or to_original(state.cited or state.draft, state)
     accepted = [c.calibration_round for c in state.calibrations if c.decision in ("initial", "accept", "disabled")]
+    kept = accepted[-1] if accepted else 0
     meta = dict(ans.metadata)
     meta.update({
         "method": "raac",
@@ -142,11 +143,17 @@ def finalize(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
         "raw_output": ans.render(),
         "raac": {
             "citation_f1": state.best_f1,
-            "accepted_calibration_round": accepted[-1] if accepted else 0,
+            "accepted_calibration_round": kept,
             "calibration_rounds_run": state.calibration_round,
             "text_rounds": len(state.rounds),
             "validated_sentences": len(state.validations),
             "discoveries": len(state.discoveries),
+            # the counts above span every pass; these are the pass whose answer was kept
+            "accepted_pass": {
+                "text_rounds": sum(r.calibration_round == kept for r in state.rounds),
+                "validated_sentences": sum(v.calibration_round == kept for v in state.validations),
+                "discoveries": sum(d.calibration_round == kept for d in state.discoveries),
+            },
             "calibration": [c.model_dump() for c in state.calibrations],
             "ablation": {"text_agent": ctx.use_text_agent, "citation_agent": ctx.use_citation_agent,
                          "calibration": ctx.use_calibration},
