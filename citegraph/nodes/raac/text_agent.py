@@ -186,7 +186,7 @@ def coerce_feedback(data: Any) -> Any:
 
 
 def fallback_feedback() -> FeedbackModel:
-    """Used when every attempt failed: minimum scores, so this round never wins the argmax."""
+    """Used when every attempt failed (the feedback node then records no scores and a total of None)."""
     tip = "feedback unavailable (the reviewer's reply could not be parsed)"
     return FeedbackModel(**{a: AspectFeedback(score=MIN_SCORE, suggestion=tip) for a in ASPECTS}, total=None)
 
@@ -250,9 +250,12 @@ def feedback(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
                 overruled[aspect] = f"{scores[aspect]} -> {cap}: {tip}"
                 scores[aspect] = cap
                 suggestions[aspect] = tip
+    if failed:  # no feedback: an honest empty record (no made-up scores), which never wins the argmax
+        scores, suggestions = {}, {}
     rounds = list(state.rounds)
     last = rounds[-1].model_copy(update={
-        "scores": scores, "suggestions": suggestions, "total": sum(scores.values()), "overruled": overruled,
+        "scores": scores, "suggestions": suggestions, "total": sum(scores.values()) if scores else None,
+        "overruled": overruled,
         "reported_total": fb.total, "problems": [*rounds[-1].problems, *problems],
     })
     rounds[-1] = last
