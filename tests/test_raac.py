@@ -217,6 +217,10 @@ def test_objective_checks_precision_and_the_flag(five_docs, scripted):
     assert "more than 3" in checks["citation_precision"][1] and "not 7" in checks["citation_precision"][1]
     assert objective_checks(LONG, n_docs=5, min_words=50) == {}
     assert objective_checks(LONG, n_docs=5, min_words=200)["length"][0] == 1  # under half the target
+    # citations written after the period: read as the Context says (the same reading as the answer's)
+    after = LONG.replace(" [1].", ". [1]").replace(" [2].", ". [2]").replace(" [3].", ". [3]")
+    assert objective_checks(after, n_docs=5) == {}
+    assert "citation_recall" in objective_checks(after, n_docs=5, attach_trailing=False)
     # off: the judge's 3s stand and the loop stops at once
     r = Router(gen=["Alpha [1]. Beta."], feedback=[fb(3)])
     st = trace(r, five_docs, scripted, use_calibration=False, k=5, objective_checks=False)

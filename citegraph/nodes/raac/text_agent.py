@@ -195,7 +195,9 @@ def _clip(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 3].rstrip() + "..."
 
 
-def objective_checks(summary: str, n_docs: int, min_words: int = 50) -> dict[str, tuple[int, str]]:
+def objective_checks(
+    summary: str, n_docs: int, min_words: int = 50, attach_trailing: bool = True,
+) -> dict[str, tuple[int, str]]:
     """The measurable part of the rubric, checked without the LLM: ``aspect -> (highest score the
     summary can get, suggestion)`` for each aspect the summary fails.
 
@@ -209,7 +211,7 @@ def objective_checks(summary: str, n_docs: int, min_words: int = 50) -> dict[str
         cap = MIN_SCORE if words < min_words / 2 else MAX_SCORE - 1
         out["length"] = (cap, f"The summary has {words} words; write at least {min_words} by adding more specific "
                               "facts from the documents, each sentence with its [id] citation.")
-    parsed = parse_cited_text(summary, n_docs=n_docs)
+    parsed = parse_cited_text(summary, n_docs=n_docs, attach_trailing=attach_trailing)
     sentences = parsed.sentences
     if sentences:
         uncited = [s.text for s in sentences if not s.citations]
@@ -245,7 +247,8 @@ def feedback(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     failed = any("fallback" in p for p in problems)
     scores, suggestions, overruled = fb.scores(), fb.suggestions(), {}
     if ctx.objective_checks and not failed:
-        for aspect, (cap, tip) in objective_checks(state.summary, len(state.working_documents), ctx.min_words).items():
+        for aspect, (cap, tip) in objective_checks(state.summary, len(state.working_documents), ctx.min_words,
+                                                      ctx.attach_trailing_citations).items():
             if scores[aspect] > cap:
                 overruled[aspect] = f"{scores[aspect]} -> {cap}: {tip}"
                 scores[aspect] = cap
