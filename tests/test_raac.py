@@ -556,7 +556,6 @@ def test_top_docs_limits_the_prompt(five_docs, scripted):
 
 
 def test_real_metric_with_stub_verifier(five_docs, scripted):
-    pytest.importorskip("citegraph.eval.metrics")
     vspec, v, _ = keyword_verifier({"river": ["Beta"], "city": ["Delta"]})
     r = Router(gen=["Beta is a river [2]. Delta is a city [4]."], feedback=[fb(3)])
     st = trace(r, five_docs, scripted, verifier=vspec)
