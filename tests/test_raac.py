@@ -237,6 +237,17 @@ def test_looping_reply_is_cut_to_its_first_copy(five_docs, scripted):
     assert clean_summary("One sentence without an end [1]", truncated=True) == "One sentence without an end [1]"
     # a reply that ended by itself keeps its last sentence, punctuated or not
     assert clean_summary("Alpha was founded in 1901 [1]. Ann led it [1]") == "Alpha was founded in 1901 [1]. Ann led it [1]"
+    # a loop that starts the summary over in the middle of a sentence (seen on ASQA)
+    restart = ("The last season of Jersey Shore aired on August 4, 2011 [3]. Season 3 was released in 2014 [4]. "
+               "It is the second of The last season of Jersey Shore aired on August 4, 2011 [3]. Season 3 was rel")
+    notes = []
+    assert clean_summary(restart, truncated=True, notes=notes) == (
+        "The last season of Jersey Shore aired on August 4, 2011 [3]. Season 3 was released in 2014 [4].")
+    assert notes[0].startswith("cut a looping restart") and "unfinished last sentence" in notes[1]
+    assert "It is the second of" in clean_summary(restart)  # a reply that ended by itself is left alone
+    reuse = ("The highest official tally claimed by a national football association is 85 goals [1]. "
+             "It could constitute the highest official tally claimed by a national football association [2]. Cut")
+    assert clean_summary(reuse, truncated=True) == reuse.removesuffix(" Cut")  # a reused phrase is no restart
     # a citation after the period does not make the sentence unfinished
     trailing = "Alpha was founded in 1901 [1]. Beta is a river. [2][3]"
     assert clean_summary(trailing, truncated=True) == trailing

@@ -65,6 +65,8 @@ def drop_repeats(text: str, truncated: bool = False, notes: list[str] | None = N
     sentence. In a reply cut at max_tokens (``truncated``), also drop the unfinished last sentence;
     a reply that ended by itself keeps its last sentence even without final punctuation, and a
     citation written after the period ("... river. [2]") does not make a sentence unfinished."""
+    if truncated:
+        text = _cut_restart(text, notes)
     sentences = split_sentences(text)
     if len(sentences) < 2:
         return text
@@ -87,6 +89,30 @@ def drop_repeats(text: str, truncated: bool = False, notes: list[str] | None = N
 
 
 _ENDED = re.compile(r"[.!?][\"')\]]*$")
+RESTART_WORDS = 8
+
+
+def _cut_restart(text: str, notes: list[str] | None = None) -> str:
+    """A looping reply often starts its summary over in the middle of a sentence ("It is the second
+    of The last season of X aired ..."): cut at the first place where the opening words of an
+    earlier sentence occur again. Applied only to replies cut at max_tokens, where looping is the
+    likely cause (a finished reply may legitimately repeat a phrase)."""
+    cut = None
+    for sent in split_sentences(text):
+        words = strip_citations(sent).split()
+        if len(words) < RESTART_WORDS:
+            continue
+        # case-sensitive: a restart copies the capitalised opening ("... of The last season ..."),
+        # a sentence that reuses the phrase writes it in lower case ("... constitute the highest ...")
+        head = re.compile(r"\W+".join(re.escape(w) for w in words[:RESTART_WORDS]))
+        hits = [m.start() for m in head.finditer(text)]
+        if len(hits) > 1 and (cut is None or hits[1] < cut):
+            cut = hits[1]
+    if cut is None:
+        return text
+    if notes is not None:
+        notes.append(f"cut a looping restart after {len(text[:cut].split())} words")
+    return text[:cut].rstrip()
 
 
 def _max_words(ctx: RaacContext) -> int | None:
