@@ -557,6 +557,10 @@ def test_calibration_stops_when_dadp_unchanged(five_docs, scripted, monkeypatch)
     r = Router(gen=["A [1]. B [2]. C [3]. D [4]. E [5]."], feedback=[fb(3)])
     st = trace(r, five_docs, scripted, max_calibration_rounds=2)
     assert r.n("gen") == 1 and "equals the current documents" in st["calibrations"][0].reason
+    # sampling: a re-run on the same documents can differ, so it is made
+    r = Router(gen=["A [1]. B [2]. C [3]. D [4]. E [5]."], feedback=[fb(3)])
+    st = trace(r, five_docs, scripted, max_calibration_rounds=1, temperature=0.7)
+    assert r.n("gen") == 2 and [c.documents for c in st["calibrations"]] == [[1, 2, 3, 4, 5]] * 2
 
 
 def test_top_docs_limits_the_prompt(five_docs, scripted):

@@ -105,8 +105,8 @@ def assess(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
                 d_adp, source = _cited_originals(state.cited, state.doc_map), "CitationAgent output (TextAgent cited none)"
             if not d_adp:
                 rec.next, rec.reason = "finalize", "no document is cited: D_adp would be empty"
-            elif d_adp == used:
-                rec.next, rec.reason = "finalize", "D_adp equals the current documents: a re-run would repeat this one"
+            elif d_adp == used and not ctx.temperature:
+                rec.next, rec.reason = "finalize", "D_adp equals the current documents: a greedy re-run would repeat this one"
             else:
                 rec.next = "restrict"
                 rec.reason = f"F1 {best_f1:.3f} < tau {ctx.tau}: re-run on D_adp={d_adp} (citations of the {source})"
