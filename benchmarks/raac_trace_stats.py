@@ -54,26 +54,27 @@ def stats(items: list[dict]) -> dict:
         s = ans.get("sentences", [])
         sent.append(len(s))
         uncited.append(sum(1 for x in s if not x.get("citations")))
-        disc.append(raac.get("discoveries", 0))
+        disc.append(raac.get("discoveries", 0))  # every calibration pass
         valid.append(raac.get("validated_sentences", 0))
         if raac.get("citation_f1") is not None:
             f1s.append(raac["citation_f1"])
         calls.append(usage.get("llm_calls", 0))
         secs.append(usage.get("seconds", 0.0))
-    mean = lambda xs: statistics.fmean(xs) if xs else float("nan")  # noqa: E731
+    mean = lambda xs: statistics.fmean(xs) if xs else None  # noqa: E731
+    rnd = lambda x, k: "n/a" if x is None else round(x, k)  # noqa: E731
     return {
         "items": len(items),
-        "TextAgent rounds (accepted pass), mean": round(mean(rounds), 2),
+        "TextAgent rounds (accepted pass), mean": rnd(mean(rounds), 2),
         "TextAgent rounds, distribution": dict(sorted(Counter(rounds).items())),
         "TextAgent stop reasons": dict(stops.most_common()),
-        "sentences per answer, mean": round(mean(sent), 2),
+        "sentences per answer, mean": rnd(mean(sent), 2),
         "uncited sentences in the final answer": f"{sum(uncited)}/{sum(sent)}",
-        "sentences validated (cited by the TextAgent), mean": round(mean(valid), 2),
-        "Discovery attempts per item, mean": round(mean(disc), 2),
+        "sentences validated (cited by the TextAgent; all passes), mean": rnd(mean(valid), 2),
+        "Discovery attempts per item (all passes), mean": rnd(mean(disc), 2),
         "Summary Calibration": dict(cal.most_common()),
-        "RAAC citation F1 (run's own), mean": round(mean(f1s), 3),
-        "LLM calls, mean": round(mean(calls), 2),
-        "seconds per item, mean": round(mean(secs), 1),
+        "RAAC citation F1 (run's own), mean": rnd(mean(f1s), 3),
+        "LLM calls, mean": rnd(mean(calls), 2),
+        "seconds per item, mean": rnd(mean(secs), 1),
     }
 
 
