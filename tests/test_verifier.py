@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import sys
 import types
 from pathlib import Path
@@ -19,7 +20,7 @@ from citegraph.errors import InputError  # noqa: E402
 from citegraph.tools import verifier as V  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared" / "data"
+SHARED = Path(os.environ.get("CITEGRAPH_SHARED_DATA", REPO.parent / "shared" / "data"))  # as in conftest.py
 
 WORDS = ("the cat sat on mat dog ran in park a is red blue sky paris capital of france "
          "needle hay stack berlin germany city water wet fire hot cold").split()
