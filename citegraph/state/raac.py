@@ -166,11 +166,7 @@ class ValidationRecord(BaseModel):
 
 
 class DiscoveryRecord(BaseModel):
-    """Discovery for one uncited sentence.
-
-    Indices are into the working documents of its ``calibration_round``: 1..5 of D in round 0,
-    1..n of D_adp after a restriction (that round's ``CalibrationRecord.documents`` maps them to the
-    caller's indices)."""
+    """Discovery for one uncited sentence (indices numbered as in :class:`ValidationRecord`)."""
 
     calibration_round: int = 0
     sentence: int

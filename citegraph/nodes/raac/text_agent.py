@@ -26,6 +26,7 @@ from citegraph.tools.sentences import split_sentences
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised\s+summary|summary|answer|revised)(?:\*\*)?\s*:\s*", re.I)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.S)
 _CITE = re.compile(r"\[\d+")
+_ENDED = re.compile(r"[.!?][\"')\]]*$")  # a finished sentence (closing quotes/brackets allowed)
 
 
 def clean_summary(text: str, truncated: bool = False, notes: list[str] | None = None) -> str:
@@ -88,7 +89,6 @@ def drop_repeats(text: str, truncated: bool = False, notes: list[str] | None = N
     return " ".join(kept)
 
 
-_ENDED = re.compile(r"[.!?][\"')\]]*$")
 RESTART_WORDS = 8
 
 
@@ -271,7 +271,9 @@ def feedback(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
         temperature=ctx.temperature, max_tokens=ctx.feedback_max_tokens,
     )
     failed = any("fallback" in p for p in problems)
-    scores, suggestions, overruled = fb.scores(), fb.suggestions(), {}
+    # no feedback: an honest empty record (no made-up scores), which never wins the argmax
+    scores, suggestions = ({}, {}) if failed else (fb.scores(), fb.suggestions())
+    overruled: dict[str, str] = {}
     if ctx.objective_checks and not failed:
         for aspect, (cap, tip) in objective_checks(state.summary, len(state.working_documents), ctx.min_words,
                                                       ctx.attach_trailing_citations).items():
@@ -279,8 +281,6 @@ def feedback(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
                 overruled[aspect] = f"{scores[aspect]} -> {cap}: {tip}"
                 scores[aspect] = cap
                 suggestions[aspect] = tip
-    if failed:  # no feedback: an honest empty record (no made-up scores), which never wins the argmax
-        scores, suggestions = {}, {}
     rounds = list(state.rounds)
     last = rounds[-1].model_copy(update={
         "scores": scores, "suggestions": suggestions, "total": sum(scores.values()) if scores else None,
@@ -312,7 +312,6 @@ def refine(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     out, problems = structured(ctx.llm, prompt, RefineModel, fallback=lambda: RefineModel(revised=""),
                                coerce=coerce_refine, coerce_text=refine_from_text,
                                temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
-    problems = list(problems)
     revised = clean_summary(out.revised, any(p.endswith(TRUNCATED) for p in problems), problems)
     if not revised:
         rounds = list(state.rounds)
