@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", "-i", required=True, help="ALCE-style JSON or JSONL with question + docs per item")
     p.add_argument("--output", "-o", required=True, help="output JSON (ALCE-compatible)")
     p.add_argument("--limit", type=int, default=None, help="only the first N items")
-    p.add_argument("--concurrency", type=int, default=1, help="items in flight at once")
+    p.add_argument("--concurrency", type=int, default=1, help="items in flight at once (1 keeps local-model runs reproducible item by item)")
     p.add_argument("--overwrite", action="store_true", help="discard an existing output instead of resuming")
     _add_model_args(p)
     p.set_defaults(func=cmd_run)

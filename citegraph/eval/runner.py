@@ -22,6 +22,7 @@ from citegraph.errors import InputError, ModelError
 from citegraph.eval.datasets import Item
 from citegraph.graphs.registry import build_graph
 from citegraph.state import AttributedAnswer
+from citegraph.tools.models import reset_local_models
 from citegraph.tools.usage import UsageTracker
 
 
@@ -142,6 +143,11 @@ def run_dataset(
         progress(finished, len(items))
 
     def work(it: Item):
+        if concurrency <= 1:
+            # each item starts from an empty llama.cpp cache, so its answer does not depend on the
+            # items before it (resume, --limit, the order of methods); with several workers the
+            # cache is shared by interleaved items and runs are not reproducible anyway
+            reset_local_models()
         ans, usage = answer_item(graph, it, context)
         writer.add(make_record(it, ans, usage))
 
