@@ -150,6 +150,38 @@ def test_bench_writes_report_and_resumes(tmp_path, scripted, capsys):
     assert json.loads((out / "summary.json").read_text())["summ"]["n_items"] == 1.0
 
 
+def test_bench_report_names_the_code_and_warns_when_a_resume_mixed_versions(tmp_path, scripted):
+    from citegraph import __version__
+    from citegraph.eval.provenance import git_revision
+
+    data = tmp_path / "asqa.json"
+    data.write_text(json.dumps([{"sample_id": f"q{i}", "question": f"Capitals {i}?", "docs": DOCS,
+                                 "qa_pairs": [{"short_answers": ["Paris"]}]} for i in range(3)]))
+    spec, _ = scripted(bench_script)
+    out = tmp_path / "bench"
+    argv = ["bench", "--methods", "vanilla,summ", "--data", str(data), "--limit", "2", "--out", str(out),
+            "--llm", spec, "--verifier", "stub:cli-kw"]
+    assert main(argv) == 0
+    raw = json.loads((out / "raw" / "vanilla.json").read_text())
+    prov = raw["data"][0]["citegraph"]["provenance"]
+    assert prov["citegraph"] == __version__ and prov["llm"] == spec and prov["verifier"] == "stub:cli-kw"
+    assert prov["git"] == git_revision() and prov["python"]
+    label = f"citegraph {__version__}" + (f" (git {prov['git']})" if prov["git"] else "")
+    report = (out / "report.md").read_text()
+    assert f"- code: {label} for every item" in report and "warning" not in report
+    assert "- software (this process): Python " in report
+
+    # an older version wrote vanilla's first item (simulated: no provenance); the resumed run
+    # adds item 3 with this version, and the report says the rows mix versions
+    del raw["data"][0]["citegraph"]["provenance"]
+    (out / "raw" / "vanilla.json").write_text(json.dumps(raw))
+    assert main([a if a != "2" else "3" for a in argv]) == 0
+    report = (out / "report.md").read_text()
+    assert f"vanilla: {label} ×2, unknown (no provenance recorded) ×1" in report
+    assert f"summ: {label} ×3" in report
+    assert "**warning**: the items of vanilla were produced by more than one code version" in report
+
+
 def test_bench_method_variants_get_their_own_settings_and_files(tmp_path, scripted, capsys):
     data = tmp_path / "asqa.json"
     data.write_text(json.dumps([{"sample_id": "q0", "question": "Capitals?", "docs": DOCS,

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from citegraph.errors import InputError
 from citegraph.eval import scoring
+from citegraph.eval.provenance import provenance, summarize_records
 
 # (key, header) of the report's columns, in order; absent metrics are skipped
 QUALITY_COLUMNS = [
@@ -119,6 +121,27 @@ def plot(scores: dict[str, dict], path: Path) -> None:
     plt.close(fig)
 
 
+def code_lines(code: dict[str, Counter], llm: str | None) -> list[str]:
+    """The report's provenance lines: which code produced the items (per method when they differ,
+    with a warning when one method's items come from several versions) and this process' software."""
+    labels = {label for c in code.values() for label in c}
+    lines = []
+    if len(labels) == 1:
+        lines.append(f"- code: {labels.pop()} for every item")
+    elif labels:
+        lines.append("- code, per method: " + "; ".join(
+            f"{m}: " + ", ".join(f"{label} ×{n}" for label, n in c.most_common()) for m, c in code.items()))
+        mixed = [m for m, c in code.items() if len(c) > 1]
+        if mixed:
+            lines.append(f"- **warning**: the items of {', '.join(mixed)} were produced by more than one code "
+                         "version (a run resumed after an update); re-run with --overwrite for one version")
+    p = provenance(llm)
+    libs = ", ".join(f"{k.replace('_', '-')} {p[k]}" for k in ("llama_cpp_python", "torch", "langgraph") if p.get(k))
+    lines.append(f"- software (this process): Python {p['python']}, {libs}; {p['cpus']} CPUs ({p['machine']})"
+                 + (f"; chat model {p['llm']}" if p.get("llm") else ""))
+    return lines
+
+
 def run_bench(
     methods: Sequence[str],
     data: str | Path,
@@ -197,6 +220,11 @@ def run_bench(
     if scores:
         plot(scores, out / "citation_f1_vs_tokens.png")
     ds = next(iter(scores.values()))["dataset"] if scores else (dataset or "?")
+    code: dict[str, Counter] = {}
+    for m in scores:
+        records = json.loads((out / "raw" / f"{m}.json").read_text()).get("data", [])
+        wanted = {it.id for it in items}
+        code[m] = summarize_records(r for r in records if (r.get("citegraph") or {}).get("item_id") in wanted)
     ctx0 = next(iter(contexts.values()))
     failed = {m: r["failed"] for m, r in runs.items() if r.get("failed")}
     report = [
@@ -205,6 +233,7 @@ def run_bench(
         f"- data: `{data}` ({ds}, {len(items)} item(s){f', limit {limit}' if limit else ''})",
         f"- chat model: `{ctx0.llm}`; verifier (methods and scoring): `{eval_verifier}`",
         f"- methods: {', '.join(methods)}",
+        *code_lines(code, llm=ctx0.llm),
         "- quality on ALCE's 0-100 scale; cell = mean [95% bootstrap interval, 1000 resamples, seed 0];"
         " Cit. F1 = harmonic mean of mean citation recall and precision (ALCE, at most 3 citations per sentence);"
         " RAAC cit. F1 = sentence-level F1 over essential citations; cost per question.",

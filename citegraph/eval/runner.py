@@ -1,10 +1,11 @@
 """Running a method over a dataset: concurrency, resume by item id, append-and-flush output.
 
 Output: ALCE-compatible JSON ``{"args": {...}, "data": [...]}`` where each item keeps its input
-fields and gains ``output`` (the ``[n]``-cited text) and ``citegraph`` (our structured answer and
-its cost counters). Finished items are appended to ``<output>.partial.jsonl`` (flushed and
-fsync'd) and the JSON file is rewritten atomically after every item, so a killed run loses
-nothing already finished; re-running the same command skips finished items.
+fields and gains ``output`` (the ``[n]``-cited text) and ``citegraph`` (our structured answer, its
+cost counters, and the provenance of the process that made it: commit, libraries, models).
+Finished items are appended to ``<output>.partial.jsonl`` (flushed and fsync'd) and the JSON file
+is rewritten atomically after every item, so a killed run loses nothing already finished;
+re-running the same command skips finished items.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Callable
 
 from citegraph.errors import InputError, ModelError
 from citegraph.eval.datasets import Item
+from citegraph.eval.provenance import provenance
 from citegraph.graphs.registry import build_graph
 from citegraph.state import AttributedAnswer
 from citegraph.tools.models import reset_local_models
@@ -111,10 +113,12 @@ class ResumableWriter:
             self.journal.unlink(missing_ok=True)
 
 
-def make_record(item: Item, ans: AttributedAnswer, usage: dict) -> dict:
+def make_record(item: Item, ans: AttributedAnswer, usage: dict, provenance: dict | None = None) -> dict:
     rec = dict(item.raw)
     rec["output"] = ans.render()
     rec["citegraph"] = {"item_id": item.id, "answer": ans.model_dump(mode="json", exclude={"documents"}), "usage": usage}
+    if provenance:
+        rec["citegraph"]["provenance"] = provenance
     return rec
 
 
@@ -137,6 +141,7 @@ def run_dataset(
     done = writer.done()
     todo = [it for it in items if it.id not in done]
     graph = build_graph(method)
+    prov = provenance(getattr(context, "llm", None), getattr(context, "verifier", None))
     failed = 0
     finished = len(items) - len(todo)
     if progress:
@@ -149,7 +154,7 @@ def run_dataset(
             # cache is shared by interleaved items and runs are not reproducible anyway
             reset_local_models()
         ans, usage = answer_item(graph, it, context)
-        writer.add(make_record(it, ans, usage))
+        writer.add(make_record(it, ans, usage, prov))
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         futures = {pool.submit(work, it): it for it in todo}

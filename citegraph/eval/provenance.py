@@ -1,0 +1,87 @@
+"""Where a benchmark figure came from: code version, libraries, models, machine.
+
+Every output record carries the provenance of the process that produced it, so a report can say
+which commit made its numbers, and notice when a resumed run mixed items from two versions.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import subprocess
+from collections import Counter
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def git_revision() -> str | None:
+    """The short commit of the checkout the package is imported from, ``+dirty`` when tracked files
+    under the package differ from it; None outside a git checkout (an installed wheel)."""
+    root = PACKAGE_DIR.parent
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                                str(PACKAGE_DIR)], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def model_identity(spec: str | None) -> str | None:
+    """A chat model spec with what pins it down: the sha256 prefix of an embedded GGUF."""
+    if not spec:
+        return None
+    from citegraph.tools.local_model import EMBEDDED
+
+    if spec in EMBEDDED:
+        return f"{spec} (sha256 {EMBEDDED[spec].sha256[:12]})"
+    return spec
+
+
+@functools.lru_cache(maxsize=None)
+def _static() -> dict[str, Any]:
+    from citegraph import __version__
+
+    return {
+        "citegraph": __version__,
+        "git": git_revision(),
+        "python": platform.python_version(),
+        "llama_cpp_python": _version("llama_cpp_python"),
+        "torch": _version("torch"),
+        "langgraph": _version("langgraph"),
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+    }
+
+
+def provenance(llm: str | None = None, verifier: str | None = None) -> dict[str, Any]:
+    """The provenance of this process for a run with these model specs."""
+    return {**_static(), "llm": model_identity(llm), "verifier": verifier}
+
+
+def code_label(p: dict[str, Any] | None) -> str:
+    """``citegraph 0.1.0 (git abc123)`` or ``unknown`` for records written before provenance existed."""
+    if not p:
+        return "unknown (no provenance recorded)"
+    git = p.get("git")
+    return f"citegraph {p.get('citegraph')}" + (f" (git {git})" if git else "")
+
+
+def summarize_records(records: Iterable[dict]) -> Counter:
+    """How many records each code version produced."""
+    return Counter(code_label((r.get("citegraph") or {}).get("provenance")) for r in records)
