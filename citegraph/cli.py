@@ -78,18 +78,20 @@ def print_answer(ans, console=None) -> None:
 # --------------------------------------------------------------------------- commands
 def cmd_graphs(args) -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from citegraph.graphs.registry import GRAPHS, context_class
 
     console = Console()
     for name, e in GRAPHS.items():
-        t = Table(title=f"{name} — {e.summary}", title_justify="left", show_header=True)
+        # escaped: "[n]" and "[>= 1]" are text here, not rich markup
+        t = Table(title=escape(f"{name} — {e.summary}"), title_justify="left", show_header=True)
         t.add_column("Context knob")
         t.add_column("default")
         t.add_column("description")
         for n, default, desc in context_class(name).describe():
-            t.add_row(n, repr(default), desc)
+            t.add_row(n, escape(repr(default)), escape(desc))
         console.print(t)
     return 0
 
@@ -126,6 +128,7 @@ def cmd_ask(args) -> int:
 
 def cmd_run(args) -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from citegraph.eval.datasets import load_items
@@ -151,7 +154,7 @@ def cmd_run(args) -> int:
 
         def on_error(item, exc) -> None:
             errors.append(f"{item.id}: {type(exc).__name__}: {exc}")
-            console.print(f"[red]item {item.id} failed:[/red] {type(exc).__name__}: {exc}", soft_wrap=True)
+            console.print(f"[red]item {escape(str(item.id))} failed:[/red] {type(exc).__name__}: {escape(str(exc))}", soft_wrap=True)
 
         stats = run_dataset(
             args.method, items, args.output, ctx, concurrency=args.concurrency,

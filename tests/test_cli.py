@@ -37,6 +37,11 @@ def write_dataset(path: Path, n: int) -> Path:
     (lambda t: ["ask", "vanilla", "--question", "q", "--docs", str(t / "nope.jsonl")], "file not found"),
     (lambda t: ["ask", "vanilla", "--question", "q", "--docs", str(_w(t / "d2.jsonl", '{"text": "x"}\n')), "--set", "bogus=1"], "unknown setting"),
     (lambda t: ["run", "vanilla", "-i", str(write_dataset(t / "ok.json", 2)), "-o", str(t / "o.json"), "--limit", "0"], "--limit"),
+    (lambda t: ["ask", "raac", "--example", "--set", "k=abc"], "RaacContext.k must be an integer, got 'abc'"),
+    (lambda t: ["ask", "raac", "--example", "--set", "tau=1.5"], "RaacContext.tau must be at most 1.0"),
+    (lambda t: ["ask", "genprog", "--example", "--set", "qfs_mode=bogus"], "qfs_mode must be one of none, extractive"),
+    (lambda t: ["run", "vanilla", "-i", str(write_dataset(t / "ok2.json", 2)), "-o", str(t / "o2.json"), "--set", "max_new_tokens=0"],
+     "VanillaContext.max_new_tokens must be at least 1, got 0"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, capsys, argv_maker, needle):
     code = main(argv_maker(tmp_path))
@@ -119,3 +124,13 @@ def test_ask_prints_sentences_citations_and_uncited(tmp_path, scripted, capsys):
     assert "The tower is 330 metres tall. [2]" in out
     assert "It is pretty. (no citation)" in out
     assert "Cited documents" in out and "[4] Champ de Mars" in out
+
+
+def test_graphs_lists_knobs_with_their_valid_values(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per line
+    assert main(["graphs"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    # brackets are text, not rich markup: "[n]" and the ranges survive
+    assert "the LLM cites as [n]." in out
+    assert "[one of: none, extractive, abstractive, extract_then_generate]" in out
+    assert "[0.0 to 1.0]" in out and "[>= 1]" in out

@@ -146,3 +146,20 @@ def test_messy_forms(text, expected):
 def test_trailing_citations_independent_of_splitter(splitter):
     p = parse_cited_text("Paris is in France. [1][2] It is large. [3]", n_docs=5, splitter=splitter)
     assert [(s.text, s.citations) for s in p.sentences] == [("Paris is in France.", [1, 2]), ("It is large.", [3])]
+
+
+def test_context_knobs_are_typed_and_bounded():
+    # every Context checks its knobs when built (CLI --set, Python callers and Studio runs alike)
+    from citegraph.errors import InputError
+    from citegraph.graphs.registry import context_class, make_context, names
+
+    for name in names():
+        context_class(name)()  # the defaults are valid
+    c = make_context("raac", tau=1, embedding=5)
+    assert c.tau == 1.0 and isinstance(c.tau, float) and c.embedding == "5"
+    for bad, msg in [({"k": "abc"}, "must be an integer"), ({"k": 0}, "at least 1"), ({"k": True}, "must be an integer"),
+                     ({"tau": float("nan")}, "must be a number"), ({"tau": -0.1}, "at least 0.0"),
+                     ({"top_docs": -1}, "at least 0"), ({"use_calibration": "yes"}, "true or false")]:
+        with pytest.raises(InputError, match=msg):
+            make_context("raac", **bad)
+    assert make_context("genprog", max_answer_sentences=0).max_answer_sentences == 0  # 0 = no limit

@@ -212,6 +212,9 @@ def test_bench_method_variants_get_their_own_settings_and_files(tmp_path, script
     (["eval", "--input", "DATA", "--verifier", "stub:cli-kw"], "no 'output'"),
     (["eval", "--input", "OUT", "--verifier", "nonsense-spec"], "unknown verifier spec"),
     (["bench", "--methods", "vanilla", "--data", "DATA", "--set", "nosuch=1", "--verifier", "stub:cli-kw"], "nosuch"),
+    # a bad value fails before any generation, not as a TypeError inside every item
+    (["bench", "--methods", "vanilla,raac:k=abc", "--data", "DATA", "--verifier", "stub:cli-kw"], "RaacContext.k must be an integer"),
+    (["bench", "--methods", "raac:use_calibration=1", "--data", "DATA"], "use_calibration must be true or false, got 1"),
 ])
 def test_bad_input_exits_2_with_one_line(argv, message, tmp_path, capsys):
     data = tmp_path / "data.json"

@@ -56,6 +56,7 @@ def cmd_eval(args) -> int:
 
 def cmd_bench(args) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from citegraph.cli import _parse_set
     from citegraph.eval.bench import run_bench
@@ -65,10 +66,10 @@ def cmd_bench(args) -> int:
     console = Console(stderr=True)
 
     def progress(method: str, done: int, total: int) -> None:
-        console.print(f"[bold]{method}[/bold] {done}/{total}", highlight=False)
+        console.print(f"[bold]{escape(method)}[/bold] {done}/{total}", highlight=False)
 
     def on_error(method: str, item, exc: BaseException) -> None:
-        console.print(f"[red]{method}: item {item.id} failed:[/red] {type(exc).__name__}: {exc}")
+        console.print(f"[red]{escape(method)}: item {escape(str(item.id))} failed:[/red] {type(exc).__name__}: {escape(str(exc))}")
 
     res = run_bench(
         args.methods.split(","), args.data, args.out, limit=args.limit, llm=args.llm, verifier=args.verifier,

@@ -17,7 +17,7 @@ from citegraph.state.base import knob
 class SummContext(VanillaContext):
     """Knobs of SUMM: one query-focused summary per document, then ALCE's answer prompt."""
 
-    note_max_tokens: int = knob(120, "Maximum tokens of each per-document summary.")
+    note_max_tokens: int = knob(120, "Maximum tokens of each per-document summary.", ge=1)
     note_doc_words: int = knob(0, "Truncate each document to this many words in the per-document prompt (0 = no limit).")
 
 
@@ -25,7 +25,7 @@ class SummContext(VanillaContext):
 class SnippetContext(VanillaContext):
     """Knobs of SNIPPET: one extracted span per document, then ALCE's answer prompt."""
 
-    note_max_tokens: int = knob(120, "Maximum tokens of each per-document snippet.")
+    note_max_tokens: int = knob(120, "Maximum tokens of each per-document snippet.", ge=1)
     note_doc_words: int = knob(0, "Truncate each document to this many words in the per-document prompt (0 = no limit).")
 
 
@@ -33,9 +33,9 @@ class SnippetContext(VanillaContext):
 class RerankContext(VanillaContext):
     """Knobs of RERANK: sample several VANILLA answers, keep the best by ALCE citation recall."""
 
-    n_samples: int = knob(4, "Number of sampled answers.")
-    temperature: float = knob(0.7, "Sampling temperature of the candidates (> 0, so that they differ).")
-    at_most_citations: int = knob(3, "ALCE's cap on citations per sentence when scoring candidates.")
+    n_samples: int = knob(4, "Number of sampled answers.", ge=1)
+    temperature: float = knob(0.7, "Sampling temperature of the candidates (> 0, so that they differ).", ge=0.0)
+    at_most_citations: int = knob(3, "ALCE's cap on citations per sentence when scoring candidates.", ge=1)
 
 
 class DocTask(BaseModel):

@@ -9,16 +9,58 @@ that LangGraph Studio shows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, get_type_hints
 
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import AttributedAnswer, Document
 
 
-def knob(default: Any, description: str) -> Any:
-    """A Context field with a description (shown in Studio and in ``citegraph graphs``)."""
-    return field(default=default, metadata={"description": description})
+def knob(default: Any, description: str, *, ge: float | None = None, le: float | None = None,
+         choices: tuple[str, ...] | None = None) -> Any:
+    """A Context field with a description (shown in Studio and in ``citegraph graphs``) and its valid
+    range: ``ge``/``le`` bounds (an integer knob is a count or a limit, so at least 0 unless said
+    otherwise) or the ``choices`` of a string."""
+    meta: dict[str, Any] = {"description": description}
+    if ge is not None:
+        meta["ge"] = ge
+    if le is not None:
+        meta["le"] = le
+    if choices is not None:
+        meta["choices"] = tuple(choices)
+    return field(default=default, metadata=meta)
+
+
+def _checked(owner: str, name: str, typ: Any, value: Any, meta: dict[str, Any]) -> Any:
+    """``value`` as the knob's type, within its range; InputError (one line) otherwise."""
+    from citegraph.errors import InputError
+
+    where = f"{owner}.{name}"
+    if typ is bool:
+        if not isinstance(value, bool):
+            raise InputError(f"{where} must be true or false, got {value!r}")
+    elif typ is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{where} must be an integer, got {value!r}")
+    elif typ is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise InputError(f"{where} must be a number, got {value!r}")
+        value = float(value)
+    elif typ is str:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)  # `--set embedding=123` parses as JSON
+        if not isinstance(value, str):
+            raise InputError(f"{where} must be a string, got {value!r}")
+        if meta.get("choices") and value not in meta["choices"]:
+            raise InputError(f"{where} must be one of {', '.join(meta['choices'])}, got {value!r}")
+    if typ in (int, float):
+        lo = meta.get("ge", 0 if typ is int else None)
+        hi = meta.get("le")
+        if lo is not None and value < lo:
+            raise InputError(f"{where} must be at least {lo}, got {value!r}")
+        if hi is not None and value > hi:
+            raise InputError(f"{where} must be at most {hi}, got {value!r}")
+    return value
 
 
 @dataclass(kw_only=True)
@@ -27,12 +69,33 @@ class BaseContext:
 
     llm: str = knob("local", "Chat model spec: local, local-small, llamacpp:<path.gguf>, openai:<model>.")
     verifier: str = knob("default", "Entailment verifier spec: default, hf-classifier:<id>, hf-seq2seq:<id>, llm-judge[:<llm spec>].")
-    temperature: float = knob(0.0, "Sampling temperature for generation (0 = greedy).")
-    max_new_tokens: int = knob(300, "Maximum tokens the LLM may generate per call.")
+    temperature: float = knob(0.0, "Sampling temperature for generation (0 = greedy).", ge=0.0)
+    max_new_tokens: int = knob(300, "Maximum tokens the LLM may generate per call.", ge=1)
+
+    def __post_init__(self) -> None:
+        # types and ranges are checked here, so the CLI's --set, a Python caller and a Studio run
+        # all get one clear line instead of a TypeError deep inside a node
+        hints = get_type_hints(type(self))
+        for f in fields(self):
+            value = _checked(type(self).__name__, f.name, hints.get(f.name), getattr(self, f.name), f.metadata)
+            object.__setattr__(self, f.name, value)
 
     @classmethod
     def describe(cls) -> list[tuple[str, Any, str]]:
-        return [(f.name, f.default, f.metadata.get("description", "")) for f in fields(cls)]
+        """(name, default, description with its valid values) of every knob."""
+        hints = get_type_hints(cls)
+        out = []
+        for f in fields(cls):
+            desc, m, typ = f.metadata.get("description", ""), f.metadata, hints.get(f.name)
+            lo = m.get("ge", 0 if typ is int else None)
+            if m.get("choices"):
+                desc += f" [one of: {', '.join(m['choices'])}]"
+            elif lo is not None and m.get("le") is not None:
+                desc += f" [{lo} to {m['le']}]"
+            elif lo is not None:
+                desc += f" [>= {lo}]"
+            out.append((f.name, f.default, desc))
+        return out
 
 
 class InputState(BaseModel):

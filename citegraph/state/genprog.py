@@ -13,27 +13,28 @@ from citegraph.state.base import BaseContext, InputState, OutputState, knob
 from citegraph.tools.program import ProgramError, ProgramTree
 
 
+QfsMode = Literal["none", "extractive", "abstractive", "extract_then_generate"]
+QFS_MODES = ("none", "extractive", "abstractive", "extract_then_generate")
+
+
 @dataclass(kw_only=True)
 class GenProgContext(BaseContext):
     """Knobs of GenerationPrograms."""
 
     max_new_tokens: int = knob(400, "Maximum tokens per LLM call (planner, modules, pre-steps).")
     relevance_filter: bool = knob(False, "Pre-step: ask the LLM whether each document is relevant; drop irrelevant ones (all kept if none is relevant).")
-    qfs_mode: str = knob("none", "Pre-step per document: none | extractive | abstractive | extract_then_generate (query-focused summarization, paper Fig. 8).")
-    qfs_sentences: int = knob(3, "Extractive QFS: how many sentences the LLM picks per document.")
+    qfs_mode: str = knob("none", "Pre-step per document: none | extractive | abstractive | extract_then_generate (query-focused summarization, paper Fig. 8).", choices=QFS_MODES)
+    qfs_sentences: int = knob(3, "Extractive QFS: how many sentences the LLM picks per document.", ge=1)
     max_source_sentences: int = knob(0, "Keep at most this many source sentences in the planner prompt, ranked by word overlap with the question (and answer, post-hoc); ids stay the original ones. 0 = all.")
     refine: bool = knob(False, "Module-level refinement: check each module output against its inputs with the verifier; resample non-entailed ones.")
-    max_candidates: int = knob(5, "Refinement: at most this many candidates per module output (the original counts as the first).")
-    refine_temperature: float = knob(1.0, "Refinement: sampling temperature of the resampled candidates.")
-    entailment_threshold: float = knob(0.5, "Refinement: P(entailed) needed to accept a module output.")
+    max_candidates: int = knob(5, "Refinement: at most this many candidates per module output (the original counts as the first).", ge=1)
+    refine_temperature: float = knob(1.0, "Refinement: sampling temperature of the resampled candidates.", ge=0.0)
+    entailment_threshold: float = knob(0.5, "Refinement: P(entailed) needed to accept a module output.", ge=0.0, le=1.0)
     review_program: bool = knob(False, "Human review: interrupt() after planning with the parsed program; resume with edited program text, or 'accept' to keep it. Needs a checkpointer.")
-    plan_attempts: int = knob(2, "Planner calls allowed until at least one valid program line is parsed.")
+    plan_attempts: int = knob(2, "Planner calls allowed until at least one valid program line is parsed.", ge=1)
     max_answer_sentences: int = knob(5, "Planner: at most this many bullets (answer sentences); the prompt says so and valid trees beyond it are dropped with a recorded 'truncated' error. Small models otherwise tend to extract() every source sentence. 0 = no limit (the paper's prompt).")
     module_with_question: bool = knob(False, "Show the question to the paraphrase/compression/fusion modules.")
 
-
-QfsMode = Literal["none", "extractive", "abstractive", "extract_then_generate"]
-QFS_MODES = ("none", "extractive", "abstractive", "extract_then_generate")
 
 
 class SourceSentence(BaseModel):
@@ -127,5 +128,5 @@ class GenProgPosthocContext(BaseContext):
     max_new_tokens: int = knob(400, "Maximum tokens per planner call.")
     per_sentence: bool = knob(True, "One planner call per answer sentence (unambiguous mapping); False: one program for the whole answer, bullets mapped in order.")
     max_source_sentences: int = knob(0, "Keep at most this many source sentences in the prompt, ranked by word overlap with the question and answer (ids stay the original ones). 0 = all.")
-    plan_attempts: int = knob(2, "Planner calls allowed (per sentence when per_sentence) until a valid program line is parsed.")
+    plan_attempts: int = knob(2, "Planner calls allowed (per sentence when per_sentence) until a valid program line is parsed.", ge=1)
     review_program: bool = knob(False, "Human review: interrupt() after planning; resume with edited program text, or 'accept' to keep it. Needs a checkpointer.")
