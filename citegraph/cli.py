@@ -164,7 +164,7 @@ def cmd_run(args) -> int:
     console.print(
         f"wrote {args.output}: {stats['ran']} new, {stats['skipped']} already done, {stats['failed']} failed "
         f"(of {stats['total']})",
-        soft_wrap=True,
+        soft_wrap=True, markup=False,  # a path is text, not rich markup
     )
     return 1 if stats["failed"] else 0
 

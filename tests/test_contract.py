@@ -158,8 +158,16 @@ def test_context_knobs_are_typed_and_bounded():
     c = make_context("raac", tau=1, embedding=5)
     assert c.tau == 1.0 and isinstance(c.tau, float) and c.embedding == "5"
     for bad, msg in [({"k": "abc"}, "must be an integer"), ({"k": 0}, "at least 1"), ({"k": True}, "must be an integer"),
-                     ({"tau": float("nan")}, "must be a number"), ({"tau": -0.1}, "at least 0.0"),
+                     ({"tau": float("nan")}, "must be a finite number"), ({"tau": -0.1}, "at least 0.0"),
+                     ({"k": 5.5}, "must be an integer"), ({"max_new_tokens": 0}, "at least 1"),
                      ({"top_docs": -1}, "at least 0"), ({"use_calibration": "yes"}, "true or false")]:
         with pytest.raises(InputError, match=msg):
             make_context("raac", **bad)
     assert make_context("genprog", max_answer_sentences=0).max_answer_sentences == 0  # 0 = no limit
+    # what a JSON client (Studio, the SDK) may send: 5.0 for an int, null for a cleared field
+    c = make_context("raac", k=3.0, tau=None)
+    assert c.k == 3 and isinstance(c.k, int) and c.tau == 0.8
+    # a subclass that re-declares a knob for a new default keeps the parent's bound
+    with pytest.raises(InputError, match="GenProgContext.max_new_tokens must be at least 1"):
+        make_context("genprog", max_new_tokens=0)
+    assert dict((n, d) for n, _, d in context_class("genprog").describe())["max_new_tokens"].endswith("[>= 1]")

@@ -152,7 +152,7 @@ def test_bench_writes_report_and_resumes(tmp_path, scripted, capsys):
 
 def test_bench_report_names_the_code_and_warns_when_a_resume_mixed_versions(tmp_path, scripted):
     from citegraph import __version__
-    from citegraph.eval.provenance import git_revision
+    from citegraph.eval.provenance import code_label, git_revision
 
     data = tmp_path / "asqa.json"
     data.write_text(json.dumps([{"sample_id": f"q{i}", "question": f"Capitals {i}?", "docs": DOCS,
@@ -166,7 +166,9 @@ def test_bench_report_names_the_code_and_warns_when_a_resume_mixed_versions(tmp_
     prov = raw["data"][0]["citegraph"]["provenance"]
     assert prov["citegraph"] == __version__ and prov["llm"] == spec and prov["verifier"] == "stub:cli-kw"
     assert prov["git"] == git_revision() and prov["python"]
-    label = f"citegraph {__version__}" + (f" (git {prov['git']})" if prov["git"] else "")
+    label = code_label(prov)
+    assert label.startswith(f"citegraph {__version__}" + (f" (git {prov['git']})" if prov["git"] else ""))
+    assert label.endswith(f"chat model {spec}")
     report = (out / "report.md").read_text()
     assert f"- code: {label} for every item" in report and "warning" not in report
     assert "- software (this process): Python " in report
@@ -179,7 +181,7 @@ def test_bench_report_names_the_code_and_warns_when_a_resume_mixed_versions(tmp_
     report = (out / "report.md").read_text()
     assert f"vanilla: {label} ×2, unknown (no provenance recorded) ×1" in report
     assert f"summ: {label} ×3" in report
-    assert "**warning**: the items of vanilla were produced by more than one code version" in report
+    assert "**warning**: the items of vanilla were produced by more than one version" in report
 
 
 def test_bench_method_variants_get_their_own_settings_and_files(tmp_path, scripted, capsys):

@@ -81,6 +81,7 @@ def test_reset_makes_a_call_independent_of_the_one_before():
     b = docs + "Claim: The Thames is 346 km long.\nIs the claim supported? Answer Yes or No."
     reset_local_models()
     cold = yes_probability("local", a)
+    reset_local_models()
     cold_text = chat_text("local", a, max_tokens=8)
     yes_probability("local", b)
     reset_local_models()

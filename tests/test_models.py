@@ -153,3 +153,15 @@ def test_usage_tracker_counts_openai_tokens(openai_env):
         t = UsageTracker()
         get_chat_model(spec).invoke("hi", config={"callbacks": [t]})
         assert t.totals()["prompt_tokens"] == 11 and t.totals()["completion_tokens"] == 7
+
+
+def test_reset_local_models_restarts_the_sampling_seeds():
+    # sampled calls are seeded 0, 1, 2... per model; the runner's per-item reset restarts them, so
+    # an item's samples do not depend on how many sampled calls ran before it (no model is loaded)
+    from citegraph.tools.models import LlamaCppChat, register_chat_model, reset_local_models
+
+    chat = LlamaCppChat(model_path="/nonexistent/model.gguf")
+    register_chat_model("llamacpp-seedtest", chat)
+    assert [next(chat._calls) for _ in range(3)] == [0, 1, 2]
+    reset_local_models()
+    assert next(chat._calls) == 0

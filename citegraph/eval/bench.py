@@ -122,23 +122,24 @@ def plot(scores: dict[str, dict], path: Path) -> None:
 
 
 def code_lines(code: dict[str, Counter], llm: str | None) -> list[str]:
-    """The report's provenance lines: which code produced the items (per method when they differ,
-    with a warning when one method's items come from several versions) and this process' software."""
+    """The report's provenance lines: which code, llama.cpp and chat model produced the items (per
+    method when they differ, with a warning when one method's items come from several) and this
+    process' software."""
     labels = {label for c in code.values() for label in c}
     lines = []
     if len(labels) == 1:
         lines.append(f"- code: {labels.pop()} for every item")
     elif labels:
         lines.append("- code, per method: " + "; ".join(
-            f"{m}: " + ", ".join(f"{label} ×{n}" for label, n in c.most_common()) for m, c in code.items()))
+            f"{m}: " + (", ".join(f"{label} ×{n}" for label, n in c.most_common()) or "no items")
+            for m, c in code.items()))
         mixed = [m for m, c in code.items() if len(c) > 1]
         if mixed:
-            lines.append(f"- **warning**: the items of {', '.join(mixed)} were produced by more than one code "
-                         "version (a run resumed after an update); re-run with --overwrite for one version")
+            lines.append(f"- **warning**: the items of {', '.join(mixed)} were produced by more than one version of "
+                         "the code or models (a run resumed after an update); re-run with --overwrite for one")
     p = provenance(llm)
-    libs = ", ".join(f"{k.replace('_', '-')} {p[k]}" for k in ("llama_cpp_python", "torch", "langgraph") if p.get(k))
-    lines.append(f"- software (this process): Python {p['python']}, {libs}; {p['cpus']} CPUs ({p['machine']})"
-                 + (f"; chat model {p['llm']}" if p.get("llm") else ""))
+    libs = ", ".join(f"{k.replace('_', '-')} {p[k]}" for k in ("torch", "langgraph") if p.get(k))
+    lines.append(f"- software (this process): Python {p['python']}, {libs}; {p['cpus']} CPUs ({p['machine']})")
     return lines
 
 

@@ -50,7 +50,7 @@ def cmd_eval(args) -> int:
         t.add_row(LABELS.get(k, k), f"{v:.2f}", band)
     console = Console()
     console.print(t)
-    console.print(f"{int(res['summary']['n_items'])} item(s); wrote {res['written']}")
+    console.print(f"{int(res['summary']['n_items'])} item(s); wrote {res['written']}", markup=False)
     return 0
 
 
@@ -75,10 +75,11 @@ def cmd_bench(args) -> int:
         args.methods.split(","), args.data, args.out, limit=args.limit, llm=args.llm, verifier=args.verifier,
         overrides=_parse_set(args.set), dataset=args.dataset, concurrency=args.concurrency,
         overwrite=args.overwrite, progress=progress, on_error=on_error,
-        on_method=lambda m, r: console.print(f"scored {m}: {r['written']}"),
+        on_method=lambda m, r: console.print(f"scored {m}: {r['written']}", markup=False),
     )
     print(res["table"])
-    console.print(f"report: {res['report']} (summary.json, citation_f1_vs_tokens.png, raw/ in {os.path.dirname(res['report']) or '.'})")
+    console.print(f"report: {res['report']} (summary.json, citation_f1_vs_tokens.png, raw/ in "
+                  f"{os.path.dirname(res['report']) or '.'})", markup=False)
     failed = sum(r.get("failed", 0) for r in res["runs"].values())
     return 1 if failed else 0
 

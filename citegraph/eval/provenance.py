@@ -31,6 +31,12 @@ def git_revision() -> str | None:
     under the package differ from it; None outside a git checkout (an installed wheel)."""
     root = PACKAGE_DIR.parent
     try:
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=10)
+        # a wheel installed into a checkout's .venv sits inside that work tree too: only a package
+        # at the top of its own work tree is that commit's code
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != root.resolve():
+            return None
         rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
                              capture_output=True, text=True, timeout=10)
         if rev.returncode != 0:
@@ -75,11 +81,17 @@ def provenance(llm: str | None = None, verifier: str | None = None) -> dict[str,
 
 
 def code_label(p: dict[str, Any] | None) -> str:
-    """``citegraph 0.1.0 (git abc123)`` or ``unknown`` for records written before provenance existed."""
+    """What decides an output besides the settings: ``citegraph 0.1.0 (git abc123), llama-cpp-python
+    0.3.36, chat model local (sha256 …)``; ``unknown`` for records written before provenance existed."""
     if not p:
         return "unknown (no provenance recorded)"
     git = p.get("git")
-    return f"citegraph {p.get('citegraph')}" + (f" (git {git})" if git else "")
+    parts = [f"citegraph {p.get('citegraph')}" + (f" (git {git})" if git else "")]
+    if p.get("llama_cpp_python"):
+        parts.append(f"llama-cpp-python {p['llama_cpp_python']}")
+    if p.get("llm"):
+        parts.append(f"chat model {p['llm']}")
+    return ", ".join(parts)
 
 
 def summarize_records(records: Iterable[dict]) -> Counter:

@@ -34,7 +34,7 @@ class RerankContext(VanillaContext):
     """Knobs of RERANK: sample several VANILLA answers, keep the best by ALCE citation recall."""
 
     n_samples: int = knob(4, "Number of sampled answers.", ge=1)
-    temperature: float = knob(0.7, "Sampling temperature of the candidates (> 0, so that they differ).", ge=0.0)
+    temperature: float = knob(0.7, "Sampling temperature of the candidates (0 makes every candidate the greedy answer).", ge=0.0)
     at_most_citations: int = knob(3, "ALCE's cap on citations per sentence when scoring candidates.", ge=1)
 
 

@@ -8,7 +8,9 @@ that LangGraph Studio shows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import math
+import numbers
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, get_type_hints
 
 from pydantic import BaseModel, Field
@@ -31,6 +33,33 @@ def knob(default: Any, description: str, *, ge: float | None = None, le: float |
     return field(default=default, metadata=meta)
 
 
+_SIMPLE_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
+_BOUND_KEYS = ("ge", "le", "choices")
+
+
+def _knob_types(cls: type) -> dict[str, Any]:
+    """The knobs' types; from the annotation strings when a hint cannot be resolved (a Context
+    defined in a function, or annotated with a TYPE_CHECKING-only name)."""
+    try:
+        return get_type_hints(cls)
+    except (NameError, TypeError):
+        return {f.name: f.type if isinstance(f.type, type) else _SIMPLE_TYPES.get(str(f.type)) for f in fields(cls)}
+
+
+def _knob_meta(cls: type, name: str) -> dict[str, Any]:
+    """A knob's metadata, with the bounds of a parent's field when a subclass re-declares it (a new
+    default) without repeating them."""
+    meta: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        f = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if f is None:
+            continue
+        if any(k in f.metadata for k in _BOUND_KEYS):
+            meta = {k: v for k, v in meta.items() if k not in _BOUND_KEYS}
+        meta.update(f.metadata)
+    return meta
+
+
 def _checked(owner: str, name: str, typ: Any, value: Any, meta: dict[str, Any]) -> Any:
     """``value`` as the knob's type, within its range; InputError (one line) otherwise."""
     from citegraph.errors import InputError
@@ -40,14 +69,18 @@ def _checked(owner: str, name: str, typ: Any, value: Any, meta: dict[str, Any]) 
         if not isinstance(value, bool):
             raise InputError(f"{where} must be true or false, got {value!r}")
     elif typ is int:
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)) \
+                and float(value).is_integer():
+            value = int(value)  # 5.0 from a JSON client
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise InputError(f"{where} must be an integer, got {value!r}")
+        value = int(value)
     elif typ is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            raise InputError(f"{where} must be a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise InputError(f"{where} must be a finite number, got {value!r}")
         value = float(value)
     elif typ is str:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
             value = str(value)  # `--set embedding=123` parses as JSON
         if not isinstance(value, str):
             raise InputError(f"{where} must be a string, got {value!r}")
@@ -75,18 +108,24 @@ class BaseContext:
     def __post_init__(self) -> None:
         # types and ranges are checked here, so the CLI's --set, a Python caller and a Studio run
         # all get one clear line instead of a TypeError deep inside a node
-        hints = get_type_hints(type(self))
+        # (None, as a client may send for a cleared field, means the default)
+        cls = type(self)
+        hints = _knob_types(cls)
         for f in fields(self):
-            value = _checked(type(self).__name__, f.name, hints.get(f.name), getattr(self, f.name), f.metadata)
+            value = getattr(self, f.name)
+            if value is None and f.default is not MISSING:
+                value = f.default
+            value = _checked(cls.__name__, f.name, hints.get(f.name), value, _knob_meta(cls, f.name))
             object.__setattr__(self, f.name, value)
 
     @classmethod
     def describe(cls) -> list[tuple[str, Any, str]]:
         """(name, default, description with its valid values) of every knob."""
-        hints = get_type_hints(cls)
+        hints = _knob_types(cls)
         out = []
         for f in fields(cls):
-            desc, m, typ = f.metadata.get("description", ""), f.metadata, hints.get(f.name)
+            m, typ = _knob_meta(cls, f.name), hints.get(f.name)
+            desc = m.get("description", "")
             lo = m.get("ge", 0 if typ is int else None)
             if m.get("choices"):
                 desc += f" [one of: {', '.join(m['choices'])}]"

@@ -75,13 +75,18 @@ def reset_local_models() -> None:
     the prompt time inside one item (the same documents open every prompt), but the logits of a
     prompt evaluated in pieces differ from a whole-prompt evaluation by up to 0.39 (measured on the
     embedded model), which is enough to change a greedy token now and then. So an item's answer
-    depended on which item ran before it; the benchmark runner calls this before every item.
+    depended on which item ran before it; the benchmark runner calls this before every item. The
+    sampling seeds (one per sampled call, counted per model) restart too, so a sampled method
+    (RERANK, GenerationPrograms' refinement) draws the same samples for an item wherever it runs.
     """
     with _registry_lock:
         loaded = list(_llamas.values())
+        chats = [m for m in _registry.values() if isinstance(m, LlamaCppChat)]
     for llm in loaded:
         with _llama_locks[id(llm)]:
             llm.reset()
+    for chat in chats:
+        chat._calls = itertools.count()
 
 
 def _to_openai(m: BaseMessage) -> dict:
