@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import uuid
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,6 @@ def run_all() -> dict:
 
     from citegraph.graphs.registry import (
         build_graph,
-        context_class,
         make_context,
         names,
     )
@@ -55,8 +53,7 @@ def run_all() -> dict:
     report = {}
     for method in names():
         del events[:]
-        known = {f.name for f in fields(context_class(method))}
-        ctx = make_context(method, llm="fake:ckpt", **({"verifier": "stub:ckpt"} if "verifier" in known else {}))
+        ctx = make_context(method, llm="fake:ckpt", verifier="stub:ckpt")
         graph = build_graph(method, checkpointer=InMemorySaver())
         cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
         inputs = {"question": "When was Alpha founded?", "documents": docs}

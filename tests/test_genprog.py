@@ -242,7 +242,7 @@ def test_extract_then_generate_cites_through_origins(scripted):
 def test_bad_qfs_mode_is_input_error(scripted):
     from citegraph.errors import InputError
 
-    with pytest.raises(InputError):
+    with pytest.raises(InputError, match="qfs_mode must be one of none, extractive, abstractive, extract_then_generate"):
         run(scripted, router("- extract(S1)"), qfs_mode="bogus")
 
 

@@ -222,9 +222,9 @@ def run_bench(
         plot(scores, out / "citation_f1_vs_tokens.png")
     ds = next(iter(scores.values()))["dataset"] if scores else (dataset or "?")
     code: dict[str, Counter] = {}
+    wanted = {it.id for it in items}
     for m in scores:
         records = json.loads((out / "raw" / f"{m}.json").read_text()).get("data", [])
-        wanted = {it.id for it in items}
         code[m] = summarize_records(r for r in records if (r.get("citegraph") or {}).get("item_id") in wanted)
     ctx0 = next(iter(contexts.values()))
     failed = {m: r["failed"] for m, r in runs.items() if r.get("failed")}

@@ -60,6 +60,11 @@ def _knob_meta(cls: type, name: str) -> dict[str, Any]:
     return meta
 
 
+def _bounds(typ: Any, meta: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(lowest, highest) valid value of a numeric knob; an integer knob is at least 0 unless said."""
+    return meta.get("ge", 0 if typ is int else None), meta.get("le")
+
+
 def _checked(owner: str, name: str, typ: Any, value: Any, meta: dict[str, Any]) -> Any:
     """``value`` as the knob's type, within its range; InputError (one line) otherwise."""
     from citegraph.errors import InputError
@@ -87,8 +92,7 @@ def _checked(owner: str, name: str, typ: Any, value: Any, meta: dict[str, Any]) 
         if meta.get("choices") and value not in meta["choices"]:
             raise InputError(f"{where} must be one of {', '.join(meta['choices'])}, got {value!r}")
     if typ in (int, float):
-        lo = meta.get("ge", 0 if typ is int else None)
-        hi = meta.get("le")
+        lo, hi = _bounds(typ, meta)
         if lo is not None and value < lo:
             raise InputError(f"{where} must be at least {lo}, got {value!r}")
         if hi is not None and value > hi:
@@ -126,11 +130,11 @@ class BaseContext:
         for f in fields(cls):
             m, typ = _knob_meta(cls, f.name), hints.get(f.name)
             desc = m.get("description", "")
-            lo = m.get("ge", 0 if typ is int else None)
+            lo, hi = _bounds(typ, m)
             if m.get("choices"):
                 desc += f" [one of: {', '.join(m['choices'])}]"
-            elif lo is not None and m.get("le") is not None:
-                desc += f" [{lo} to {m['le']}]"
+            elif lo is not None and hi is not None:
+                desc += f" [{lo} to {hi}]"
             elif lo is not None:
                 desc += f" [>= {lo}]"
             out.append((f.name, f.default, desc))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
@@ -13,7 +13,6 @@ from citegraph.state.base import BaseContext, InputState, OutputState, knob
 from citegraph.tools.program import ProgramError, ProgramTree
 
 
-QfsMode = Literal["none", "extractive", "abstractive", "extract_then_generate"]
 QFS_MODES = ("none", "extractive", "abstractive", "extract_then_generate")
 
 
@@ -34,7 +33,6 @@ class GenProgContext(BaseContext):
     plan_attempts: int = knob(2, "Planner calls allowed until at least one valid program line is parsed.", ge=1)
     max_answer_sentences: int = knob(5, "Planner: at most this many bullets (answer sentences); the prompt says so and valid trees beyond it are dropped with a recorded 'truncated' error. Small models otherwise tend to extract() every source sentence. 0 = no limit (the paper's prompt).")
     module_with_question: bool = knob(False, "Show the question to the paraphrase/compression/fusion modules.")
-
 
 
 class SourceSentence(BaseModel):

@@ -7,7 +7,7 @@ import re
 
 from citegraph.prompts import genprog as P
 from citegraph.state import Document
-from citegraph.state.genprog import QFS_MODES, SourceSentence
+from citegraph.state.genprog import SourceSentence
 from citegraph.tools.models import chat_text
 from citegraph.tools.sentences import split_sentences
 
@@ -144,11 +144,7 @@ def prepare(ctx, question: str, documents: list[Document], extra_query: str = ""
         notes += n
         dropped = [d for d in range(1, len(documents) + 1) if d not in keep]
         sources = [s for s in sources if s.doc in keep]
-    mode = getattr(ctx, "qfs_mode", "none") or "none"
-    if mode not in QFS_MODES:
-        from citegraph.errors import InputError
-
-        raise InputError(f"qfs_mode must be one of {', '.join(QFS_MODES)}, got {mode!r}")
+    mode = getattr(ctx, "qfs_mode", "none") or "none"  # the Context checked it against QFS_MODES
     if mode != "none" and sources:
         next_id = max(int(s.sid[1:]) for s in split_documents(documents)) + 1 if documents else 1
         new: list[SourceSentence] = []
