@@ -48,6 +48,23 @@ def test_no_citations():
     assert w == []
 
 
+def test_flattened_list_items_keep_their_own_citations():
+    # a list the model wrote on one line: each item is a sentence with its own citations
+    got, _ = cites("Cats purr when happy [1]. - Dogs bark [2] - Birds sing [1][3]")
+    assert got == [("Cats purr when happy.", [1]), ("Dogs bark", [2]), ("Birds sing", [1, 3])]
+    # a dash between numbers or words is not a list
+    got, _ = cites("The range is 5 - 10 km [1]. It was built in 1990 - 1995 [2].")
+    assert got == [("The range is 5 - 10 km.", [1]), ("It was built in 1990 - 1995.", [2])]
+
+
+def test_list_markers_are_not_sentences():
+    # blingfire returns "1." and "2." as sentences of their own: they must not count as uncited
+    got, _ = cites("1. Cats purr [1]. 2. Dogs bark [2].")
+    assert got == [("Cats purr.", [1]), ("Dogs bark.", [2])]
+    got, _ = cites("- Cats purr [1]\n* Dogs bark [2]\n3) Birds sing [3]")
+    assert got == [("Cats purr", [1]), ("Dogs bark", [2]), ("Birds sing", [3])]
+
+
 def test_empty_text():
     assert cites("")[0] == []
 
@@ -135,7 +152,7 @@ def test_document_default_id_is_stable():
 @pytest.mark.parametrize("text,expected", [
     ("A is true.[1] B is true.[2][3]", [("A is true.", [1]), ("B is true.", [2, 3])]),
     ('He said "yes." [2] Then left [1].', [('He said "yes."', [2]), ("Then left.", [1])]),
-    ("- First point [1]\n- Second point [2]", [("- First point", [1]), ("- Second point", [2])]),
+    ("- First point [1]\n- Second point [2]", [("First point", [1]), ("Second point", [2])]),
     ("Mixed [1,3] and [2 - 3].", [("Mixed and.", [1, 3, 2])]),
 ])
 def test_messy_forms(text, expected):

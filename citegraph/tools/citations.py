@@ -17,6 +17,12 @@ CITE_GROUP = re.compile(r"\[\s*(?:(?:doc(?:ument)?|source|passage)\s*)?(\d+(?:\s
 _LEADING = re.compile(r"^(?:\s*" + CITE_GROUP.pattern + r")+", re.I)
 _TRAILING = re.compile(r"([.!?][\"')]?)((?:[ \t]*" + CITE_GROUP.pattern + r")+)", re.I)
 _MAX_RANGE = 20
+# A list the model flattened onto one line ("... [1] - Next item [2] - ..."): a bullet after a
+# citation group or a sentence end starts a new item, so each item keeps its own citations.
+_INLINE_BULLET = re.compile(r"((?:" + CITE_GROUP.pattern + r")|[.!?])[ \t]+[-\u2022*][ \t]+(?=\S)", re.I)
+# List markers at the start of a sentence ("- ", "* ", "1. ", "2) "); blingfire also returns a
+# numbered list's "1." as a sentence of its own, which would count as an uncited sentence.
+_MARKER = re.compile(r"^(?:[-\u2022*]|\d{1,2}[.)])(?:\s+|$)")
 
 
 @dataclass
@@ -92,8 +98,10 @@ def parse_cited_text(
     ``n_docs``: ids outside ``1..n_docs`` are dropped and recorded in ``warnings``.
     ``attach_trailing``: a citation group that starts a sentence (i.e. was written after the previous
     sentence's period) belongs to the previous sentence.
+    Lists: list markers ("- ", "1. ") are dropped from the sentence text, and a list flattened onto
+    one line ("A [1] - B [2]") is split into its items.
     """
-    text = text or ""
+    text = _INLINE_BULLET.sub(lambda m: m.group(1) + "\n", text or "")
     # Citations written after the sentence's final punctuation ("... France. [1][2] It ..."):
     # move them inside the sentence before it, or (ALCE's behaviour) start the next sentence with them.
     if attach_trailing:
@@ -121,7 +129,7 @@ def parse_cited_text(
     warnings: list[str] = []
     for s, extra in pieces:
         ids = extract_citations(s) + [i for i in extra]
-        body = strip_citations(s)
+        body = _MARKER.sub("", strip_citations(s))
         if not re.search(r"\w", body):
             if sentences:
                 ids_prev = sentences[-1].citations
