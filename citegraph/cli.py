@@ -26,16 +26,15 @@ EXIT_MODEL = 3
 
 # --------------------------------------------------------------------------- helpers
 def _parse_set(pairs: Sequence[str] | None) -> dict[str, Any]:
-    """``--set k=v`` Context overrides; values parsed as JSON when possible."""
+    """``--set k=v`` Context overrides; the Context reads each value by its knob's type (CliText)."""
+    from citegraph.state.base import CliText
+
     out: dict[str, Any] = {}
     for p in pairs or []:
         if "=" not in p:
             raise InputError(f"--set expects key=value, got {p!r}")
         k, v = p.split("=", 1)
-        try:
-            out[k.strip()] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k.strip()] = v
+        out[k.strip()] = CliText(v)
     return out
 
 

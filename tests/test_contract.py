@@ -188,3 +188,18 @@ def test_context_knobs_are_typed_and_bounded():
     with pytest.raises(InputError, match="GenProgContext.max_new_tokens must be at least 1"):
         make_context("genprog", max_new_tokens=0)
     assert dict((n, d) for n, _, d in context_class("genprog").describe())["max_new_tokens"].endswith("[>= 1]")
+
+
+def test_command_line_values_are_read_by_the_knob_type():
+    # `--set k=v` and bench variants `method:k=v` hand the Context text; a string knob keeps it
+    # verbatim (JSON parsing would turn "1e5" into "100000.0"), other knobs read it as JSON
+    from citegraph.cli import _parse_set
+    from citegraph.eval.bench import parse_method
+    from citegraph.graphs.registry import make_context
+
+    c = make_context("raac", **_parse_set(["embedding=1e5", "k=3", "tau=0.5", "use_calibration=false", "top_docs=null"]))
+    assert (c.embedding, c.k, c.tau, c.use_calibration) == ("1e5", 3, 0.5, False)
+    assert type(c.embedding) is str and c.top_docs == make_context("raac").top_docs
+    name, own = parse_method("raac:embedding=007:k=2")
+    c = make_context(name, **own)
+    assert (c.embedding, c.k) == ("007", 2)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 from citegraph.errors import InputError
 from citegraph.eval import scoring
 from citegraph.eval.provenance import provenance, summarize_records
+from citegraph.state.base import CliText
 
 # (key, header) of the report's columns, in order; absent metrics are skipped
 QUALITY_COLUMNS = [
@@ -48,9 +49,10 @@ def method_context(method: str, *, llm: str | None, verifier: str | None, overri
 
 
 def parse_method(label: str) -> tuple[str, dict[str, Any]]:
-    """``"genprog:refine=true:max_candidates=3"`` → ``("genprog", {"refine": True, "max_candidates": 3})``.
+    """``"genprog:refine=true:max_candidates=3"`` → ``("genprog", {"refine": "true", "max_candidates": "3"})``
+    (CliText values, which the Context reads as True and 3).
 
-    A variant is a method plus Context settings of its own (values parsed as JSON when possible), so
+    A variant is a method plus Context settings of its own (read by each knob's type), so
     ablations and on/off comparisons sit in one report; its label names its raw files.
     """
     name, *settings = [x.strip() for x in label.split(":")]
@@ -59,10 +61,7 @@ def parse_method(label: str) -> tuple[str, dict[str, Any]]:
         k, eq, v = s.partition("=")
         if not eq or not k.strip():
             raise InputError(f"method variant {label!r}: expected method:key=value[:key=value], got {s!r}")
-        try:
-            own[k.strip()] = json.loads(v)
-        except json.JSONDecodeError:
-            own[k.strip()] = v
+        own[k.strip()] = CliText(v)
     return name, own
 
 

@@ -8,6 +8,7 @@ that LangGraph Studio shows.
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 from dataclasses import MISSING, dataclass, field, fields
@@ -35,6 +36,23 @@ def knob(default: Any, description: str, *, ge: float | None = None, le: float |
 
 _SIMPLE_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
 _BOUND_KEYS = ("ge", "le", "choices")
+
+
+class CliText(str):
+    """A knob value as typed on a command line (``--set k=v``, a bench variant ``method:k=v``). The
+    Context reads it by the knob's type: verbatim for a string knob (``--set embedding=1e5`` stays
+    "1e5"), as JSON otherwise (``true``, ``3``, ``0.5``, ``null`` = the default)."""
+
+
+def _from_text(typ: Any, value: Any) -> Any:
+    if not isinstance(value, CliText):
+        return value
+    if typ is str:
+        return str(value)
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return str(value)
 
 
 def _knob_types(cls: type) -> dict[str, Any]:
@@ -116,7 +134,7 @@ class BaseContext:
         cls = type(self)
         hints = _knob_types(cls)
         for f in fields(self):
-            value = getattr(self, f.name)
+            value = _from_text(hints.get(f.name), getattr(self, f.name))
             if value is None and f.default is not MISSING:
                 value = f.default
             value = _checked(cls.__name__, f.name, hints.get(f.name), value, _knob_meta(cls, f.name))
