@@ -168,7 +168,7 @@ def test_bench_report_names_the_code_and_warns_when_a_resume_mixed_versions(tmp_
     assert prov["git"] == git_revision() and prov["python"]
     label = code_label(prov)
     assert label.startswith(f"citegraph {__version__}" + (f" (git {prov['git']})" if prov["git"] else ""))
-    assert label.endswith(f"chat model {spec}")
+    assert label.endswith(f"chat model {spec}, verifier stub:cli-kw")
     report = (out / "report.md").read_text()
     assert f"- code: {label} for every item" in report and "warning" not in report
     assert "- software (this process): Python " in report
@@ -182,6 +182,19 @@ def test_bench_report_names_the_code_and_warns_when_a_resume_mixed_versions(tmp_
     assert f"vanilla: {label} ×2, unknown (no provenance recorded) ×1" in report
     assert f"summ: {label} ×3" in report
     assert "**warning**: the items of vanilla were produced by more than one version" in report
+
+
+def test_provenance_pins_the_shipped_verifier_and_the_judge_model():
+    import hashlib
+
+    from citegraph.eval.provenance import verifier_identity
+    from citegraph.tools.local_model import EMBEDDED
+    from citegraph.tools.verifier import ASSET_DIR
+
+    sha = hashlib.sha256((ASSET_DIR / "model.safetensors").read_bytes()).hexdigest()
+    assert verifier_identity("default") == f"default (sha256 {sha[:12]})"
+    assert verifier_identity("llm-judge") == f"llm-judge:local (sha256 {EMBEDDED['local'].sha256[:12]})"
+    assert verifier_identity("hf-classifier:/m") == "hf-classifier:/m" and verifier_identity(None) is None
 
 
 def test_bench_method_variants_get_their_own_settings_and_files(tmp_path, scripted, capsys):

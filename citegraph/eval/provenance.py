@@ -60,6 +60,33 @@ def model_identity(spec: str | None) -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
+def _file_sha256(path: str) -> str | None:
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def verifier_identity(spec: str | None) -> str | None:
+    """A verifier spec with what pins it down: the sha256 prefix of the shipped ``default`` weights,
+    or of the judge's embedded chat model (``llm-judge:local``)."""
+    if not spec:
+        return None
+    if spec == "default":
+        from citegraph.tools.verifier import ASSET_DIR
+
+        sha = _file_sha256(str(ASSET_DIR / "model.safetensors"))
+        return f"default (sha256 {sha[:12]})" if sha else spec
+    name, _, arg = spec.partition(":")
+    if name == "llm-judge":
+        return f"llm-judge:{model_identity(arg or 'local')}"
+    return spec
+
+
+@functools.lru_cache(maxsize=None)
 def _static() -> dict[str, Any]:
     from citegraph import __version__
 
@@ -77,12 +104,12 @@ def _static() -> dict[str, Any]:
 
 def provenance(llm: str | None = None, verifier: str | None = None) -> dict[str, Any]:
     """The provenance of this process for a run with these model specs."""
-    return {**_static(), "llm": model_identity(llm), "verifier": verifier}
+    return {**_static(), "llm": model_identity(llm), "verifier": verifier_identity(verifier)}
 
 
 def code_label(p: dict[str, Any] | None) -> str:
     """What decides an output besides the settings: ``citegraph 0.1.0 (git abc123), llama-cpp-python
-    0.3.36, chat model local (sha256 …)``; ``unknown`` for records written before provenance existed."""
+    0.3.36, chat model local (sha256 …), verifier default (sha256 …)``; ``unknown`` for records written before provenance existed."""
     if not p:
         return "unknown (no provenance recorded)"
     git = p.get("git")
@@ -91,6 +118,8 @@ def code_label(p: dict[str, Any] | None) -> str:
         parts.append(f"llama-cpp-python {p['llama_cpp_python']}")
     if p.get("llm"):
         parts.append(f"chat model {p['llm']}")
+    if p.get("verifier"):
+        parts.append(f"verifier {p['verifier']}")
     return ", ".join(parts)
 
 
