@@ -89,3 +89,24 @@ def test_reset_makes_a_call_independent_of_the_one_before():
     chat_text("local", b, max_tokens=8)
     reset_local_models()
     assert chat_text("local", a, max_tokens=8) == cold_text
+
+
+def test_loaded_models_are_freed_before_the_interpreter_tears_down():
+    # left to the garbage collector at exit, Llama.__del__ can run after llama_cpp's globals are
+    # gone and print "Exception ignored in: <function Llama.__del__ ...>"; an atexit hook frees them
+    import subprocess
+    import sys
+
+    code = (
+        "import atexit\n"
+        "from citegraph.tools import models\n"
+        "models.chat_text('local-small', 'Say hi.', max_tokens=2)\n"
+        "llm = next(iter(models._llamas.values()))\n"
+        "assert llm._model.model is not None\n"
+        "atexit._run_exitfuncs()\n"
+        "print('freed', llm._model.model is None, len(models._llamas))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "freed True 0" in out.stdout
+    assert "Exception ignored" not in out.stderr

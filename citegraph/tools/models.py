@@ -15,6 +15,7 @@ Nodes never construct models: they call :func:`chat_text`, :func:`structured` or
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import json
 import math
@@ -66,6 +67,24 @@ def _load_llama(path: str, n_ctx: int, n_threads: int | None):
         _llamas[key] = llm
         _llama_locks[id(llm)] = threading.Lock()
         return llm
+
+
+def _close_llamas() -> None:
+    """Free every loaded llama.cpp model while the interpreter is still whole. Left to the garbage
+    collector at shutdown, ``Llama.__del__`` may run after llama_cpp's module globals are gone and
+    print "Exception ignored in: Llama.__del__ ... 'NoneType' object is not callable"."""
+    with _registry_lock:
+        loaded = list(_llamas.values())
+        _llamas.clear()
+    for llm in loaded:
+        with _llama_locks.get(id(llm), threading.Lock()):
+            try:
+                llm.close()
+            except Exception:  # noqa: BLE001 - shutting down; nothing left to report to
+                pass
+
+
+atexit.register(_close_llamas)
 
 
 def reset_local_models() -> None:
