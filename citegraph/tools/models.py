@@ -77,7 +77,7 @@ def _close_llamas() -> None:
         loaded = list(_llamas.values())
         _llamas.clear()
     for llm in loaded:
-        with _llama_locks.get(id(llm), threading.Lock()):
+        with _llama_locks[id(llm)]:  # set beside every _llamas entry by _load_llama
             try:
                 llm.close()
             except Exception:  # noqa: BLE001 - shutting down; nothing left to report to
