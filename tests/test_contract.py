@@ -193,6 +193,7 @@ def test_context_knobs_are_typed_and_bounded():
 def test_command_line_values_are_read_by_the_knob_type():
     # `--set k=v` and bench variants `method:k=v` hand the Context text; a string knob keeps it
     # verbatim (JSON parsing would turn "1e5" into "100000.0"), other knobs read it as JSON
+    from citegraph.errors import InputError
     from citegraph.cli import _parse_set
     from citegraph.eval.bench import parse_method
     from citegraph.graphs.registry import make_context
@@ -203,3 +204,9 @@ def test_command_line_values_are_read_by_the_knob_type():
     name, own = parse_method("raac:embedding=007:k=2")
     c = make_context(name, **own)
     assert (c.embedding, c.k) == ("007", 2)
+    # a value may hold ":" (model spec strings do); a segment without key= is an error, not a guess
+    name, own = parse_method("raac:verifier=llm-judge:local:k=2")
+    assert (name, dict(own)) == ("raac", {"verifier": "llm-judge:local", "k": "2"})
+    assert make_context(name, **own).verifier == "llm-judge:local"
+    with pytest.raises(InputError, match="expected method:key=value"):
+        parse_method("raac:k")

@@ -11,6 +11,7 @@ and write a report folder.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from dataclasses import fields
@@ -48,6 +49,9 @@ def method_context(method: str, *, llm: str | None, verifier: str | None, overri
     return make_context(method, **kw)
 
 
+_VARIANT_SPLIT = re.compile(r":(?=\s*[A-Za-z_]\w*\s*=)")
+
+
 def parse_method(label: str) -> tuple[str, dict[str, Any]]:
     """``"genprog:refine=true:max_candidates=3"`` → ``("genprog", {"refine": "true", "max_candidates": "3"})``
     (CliText values, which the Context reads as True and 3).
@@ -55,12 +59,13 @@ def parse_method(label: str) -> tuple[str, dict[str, Any]]:
     A variant is a method plus Context settings of its own (read by each knob's type), so
     ablations and on/off comparisons sit in one report; its label names its raw files.
     """
-    name, *settings = [x.strip() for x in label.split(":")]
+    # split only at a ":" that starts a new key=, so a value may hold one: "raac:verifier=llm-judge:local"
+    name, *settings = [x.strip() for x in _VARIANT_SPLIT.split(label)]
+    if ":" in name:
+        raise InputError(f"method variant {label!r}: expected method:key=value[:key=value], got {name!r}")
     own: dict[str, Any] = {}
     for s in settings:
-        k, eq, v = s.partition("=")
-        if not eq or not k.strip():
-            raise InputError(f"method variant {label!r}: expected method:key=value[:key=value], got {s!r}")
+        k, _, v = s.partition("=")
         own[k.strip()] = CliText(v)
     return name, own
 
