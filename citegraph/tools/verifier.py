@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from citegraph.errors import ModelError
 from citegraph.tools.usage import record_verifier
 
 Pair = tuple[str, str]
@@ -192,13 +193,9 @@ def _resolve_model_path(name: str) -> str:
     return name
 
 
-def _load_error(spec: str, exc: Exception) -> Exception:
-    try:
-        from citegraph.errors import ModelError  # type: ignore
-
-        return ModelError(f"cannot load verifier {spec!r}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-    except Exception:  # pragma: no cover
-        return RuntimeError(f"cannot load verifier {spec!r}: {exc}")
+def _load_error(spec: str, exc: Exception) -> ModelError:
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return ModelError(f"cannot load verifier {spec!r}: {type(exc).__name__}: {first}")
 
 
 def entailment_index(id2label: dict | None, num_labels: int) -> int:
