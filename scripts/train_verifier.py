@@ -51,6 +51,9 @@ def parse_args(argv=None):
     ap.add_argument("--heldout-frac", type=float, default=0.10, help="share of each (source, label) stratum held out")
     ap.add_argument("--nli", type=int, default=20000, help="number of NLI pairs sampled into training")
     ap.add_argument("--attr", type=int, default=-1, help="number of attribution train pairs (-1 = all)")
+    ap.add_argument("--hard-negatives", type=int, default=0,
+                    help="add N synthetic negatives: entailed training pairs whose hypothesis gets one detail "
+                         "changed (a number, a name or a content word swapped for one from the premise, a negation)")
     ap.add_argument("--partial", choices=["neg", "drop"], default="neg", help="partially_supported: negative or dropped")
     ap.add_argument("--max-len", type=int, default=256)
     ap.add_argument("--batch", type=int, default=32)
@@ -118,6 +121,88 @@ def best_window(tok, premise: str, hypothesis: str, room: int, overlap: int = 64
             break
         start += step
     return best
+
+
+_NUM = re.compile(r"\b\d+(?:[.,]\d+)?\b")
+_CAP = re.compile(r"(?<=\s)[A-Z][a-zA-Z]{2,}")
+_NEG_ADD = re.compile(r"\b(is|are|was|were|will|can|could|would|should|has|have|had|does|did|do)\b(?! not)")
+_NEG_DEL = re.compile(r"\b(not |n't)")
+_STOP = set("""the a an of and or to in on for with by at from is are was were be been being it its this that these
+those as which who whom what when where how why not no but if then than so such into over under about after before
+there their they them he she his her him we our you your i my me also very more most other some any all each only
+just can could would should will has have had does did do said says""".split())
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text) if len(w) > 3 and w.lower() not in _STOP and not w.isdigit()]
+
+
+def perturb(premise: str, hypothesis: str, rng: random.Random) -> tuple[str, str] | None:
+    """One changed detail, so an entailed hypothesis becomes a hard negative: (rule, new hypothesis)."""
+    rules = []
+    nums = list(_NUM.finditer(hypothesis))
+    if nums:
+        rules.append("number")
+    hyp_words = set(w.lower() for w in _WORD.findall(hypothesis))
+    caps_h = [m for m in _CAP.finditer(hypothesis)]
+    caps_p = sorted({w for w in _CAP.findall(" " + premise) if w.lower() not in hyp_words})
+    if caps_h and caps_p:
+        rules.append("name")
+    words_p = sorted({w for w in _content_words(premise) if w.lower() not in hyp_words and w[0].islower()})
+    words_h = [m for m in re.finditer(r"\b[a-z]\w{3,}\b", hypothesis) if m.group(0) not in _STOP]
+    if words_p and words_h:
+        rules.append("word")
+    if _NEG_ADD.search(hypothesis) or _NEG_DEL.search(hypothesis):
+        rules.append("negation")
+    if not rules:
+        return None
+    rule = rng.choice(rules)
+    if rule == "number":
+        m = rng.choice(nums)
+        old = m.group(0)
+        others = sorted(set(_NUM.findall(premise)) - {old})
+        if others and rng.random() < 0.5:
+            new = rng.choice(others)
+        else:
+            v = float(old.replace(",", ""))
+            new = str(int(v) + rng.choice([-3, -2, -1, 1, 2, 3, 10])) if v.is_integer() else f"{v * rng.choice([0.5, 2, 1.5]):g}"
+        if new == old:
+            return None
+        return rule, hypothesis[: m.start()] + new + hypothesis[m.end():]
+    if rule == "name":
+        m = rng.choice(caps_h)
+        return rule, hypothesis[: m.start()] + rng.choice(caps_p) + hypothesis[m.end():]
+    if rule == "word":  # a premise word with the same ending (-ed, -ing, -s ...), so the sentence still reads
+        rng.shuffle(words_h)
+        for m in words_h:
+            o = m.group(0).lower()
+            same = [w for w in words_p if w[-2:] == o[-2:] and w.lower() not in o and o not in w.lower()]
+            if same:
+                return rule, hypothesis[: m.start()] + rng.choice(same) + hypothesis[m.end():]
+        return None
+    m = _NEG_DEL.search(hypothesis)
+    if m and (not _NEG_ADD.search(hypothesis) or rng.random() < 0.5):
+        return rule, hypothesis[: m.start()] + hypothesis[m.end():]
+    m = _NEG_ADD.search(hypothesis)
+    return rule, hypothesis[: m.end()] + " not" + hypothesis[m.end():]
+
+
+def hard_negatives(rows: list[dict], n: int, rng: random.Random) -> tuple[list[dict], dict]:
+    """Up to n synthetic negatives from the entailed rows (each source row used at most once)."""
+    pos = [r for r in rows if r["y"] == 1]
+    rng.shuffle(pos)
+    out, by_rule = [], collections.Counter()
+    for r in pos:
+        if len(out) >= n:
+            break
+        got = perturb(r["premise"], r["hypothesis"], rng)
+        if got is None:
+            continue
+        rule, hyp = got
+        by_rule[rule] += 1
+        out.append({"premise": r["premise"], "hypothesis": hyp, "label": "synthetic_negative",
+                    "source": "synthetic/" + rule, "y": 0})
+    return out, dict(sorted(by_rule.items()))
 
 
 def prepare(tok, rows: list[dict], max_len: int) -> list[tuple[str, str, int]]:
@@ -208,6 +293,8 @@ def main(argv=None) -> int:
     rng.shuffle(nli_rows)
     nli_train = nli_rows[: args.nli]
     train_rows = attr_train + nli_train
+    synthetic, by_rule = hard_negatives(train_rows, args.hard_negatives, rng) if args.hard_negatives else ([], {})
+    train_rows += synthetic
 
     def counts(rows):
         c = collections.Counter(r["y"] for r in rows)
@@ -220,6 +307,7 @@ def main(argv=None) -> int:
         "attribution_heldout": counts(attr_val),
         "nli_pairs_total": len(nli),
         "nli_train": counts(nli_train),
+        "synthetic_hard_negatives": {"total": len(synthetic), "by_rule": by_rule},
         "train_total": counts(train_rows),
         "partially_supported_in_train": args.partial,
     }

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib.util
 import json
 import math
 import os
+import random
 import sys
 import types
 from pathlib import Path
@@ -444,6 +446,67 @@ def test_heldout_split_is_reproducible_and_excludes_expertqa():
     assert sorted(held) == saved["lines"]
     assert not any(attr[i]["source"] == "attributionbench/ExpertQA" for i in held)
     assert len({attr[i]["source"] for i in held}) == len({r["source"] for r in attr}) - 1  # every source
+
+
+def test_synthetic_hard_negatives_change_one_detail_of_an_entailed_pair():
+    spec = importlib.util.spec_from_file_location("train_verifier", REPO / "scripts" / "train_verifier.py")
+    tv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tv)
+    premise = "In 2019 Oslo hosted 1200 runners. Bergen was planned and rejected."
+    rows = [{"premise": premise, "hypothesis": "In 2019 Oslo hosted 1200 runners.", "y": 1},
+            {"premise": premise, "hypothesis": "The race was planned.", "y": 1},
+            {"premise": "x", "hypothesis": "ok", "y": 1},  # nothing to change: skipped
+            {"premise": "Bergen hosted 30 runners in 2020.", "hypothesis": "Bergen hosted 31 runners.", "y": 0}]
+    seen = collections.Counter()
+    for seed in range(40):
+        out, by_rule = tv.hard_negatives(rows, 5, random.Random(seed))
+        assert len(out) == 2 and sum(by_rule.values()) == 2
+        for r in out:
+            seen[r["source"]] += 1
+            # from an entailed pair only (the not-entailed one has another premise)
+            assert r["y"] == 0 and r["premise"] == premise and r["source"].startswith("synthetic/")
+            original = {"In 2019 Oslo hosted 1200 runners.", "The race was planned."}
+            assert r["hypothesis"] not in original
+    # every rule fires on these pairs: a number, a name from the premise, a same-ending word, a negation
+    assert set(seen) == {"synthetic/number", "synthetic/name", "synthetic/word", "synthetic/negation"}
+    assert tv.hard_negatives(rows, 5, random.Random(7)) == tv.hard_negatives(rows, 5, random.Random(7))
+
+
+def test_soup_averages_sibling_runs_and_refuses_unrelated_ones(tmp_path):
+    from safetensors.torch import load_file
+
+    spec = importlib.util.spec_from_file_location("soup_verifier", REPO / "scripts" / "soup_verifier.py")
+    sv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sv)
+    runs = []
+    for i, bias in enumerate(([0.0, 1.0], [2.0, 5.0])):
+        run = make_bert(tmp_path / f"run{i}", {0: "not_entailment", 1: "entailment"}, bias=bias)
+        (run / "training_info.json").write_text(json.dumps(
+            {"base_model": "tiny", "continued_from": {"steps": 7}, "train_seconds": 10.0 + i}))
+        (run / "heldout_split.json").write_text(json.dumps({"seed": 13, "lines": [1, 5]}))
+        (run / "inference.json").write_text(json.dumps({"max_length": 64, "max_windows": 1}))
+        runs.append(run)
+    out = tmp_path / "soup"
+    assert sv.main(["--out", str(out), *map(str, runs)]) == 0
+    a, b, m = (load_file(str(d / "model.safetensors")) for d in (*runs, out))
+    assert m["classifier.bias"].tolist() == [1.0, 3.0]
+    w = "bert.encoder.layer.0.attention.self.query.weight"
+    assert m[w].dtype == torch.float16 and not torch.equal(a[w], b[w])
+    assert torch.allclose(m[w].float(), (a[w] + b[w]) / 2, atol=1e-3)
+    info = json.loads((out / "training_info.json").read_text())
+    assert len(info["runs"]) == 2 and info["train_seconds"] == 21.0
+    # the soup loads through the real loading code; constant logits (the classifier weight is zero)
+    v = V.get_verifier(f"hf-classifier:{out}", device="cpu")
+    assert v.score([("alpha beta", "gamma")])[0] == pytest.approx(1 / (1 + math.exp(-2.0)), abs=1e-3)
+    # runs continuing different parents, or holding out other pairs, do not average
+    (runs[1] / "training_info.json").write_text(json.dumps(
+        {"base_model": "tiny", "continued_from": {"steps": 8}, "train_seconds": 1.0}))
+    assert sv.main(["--out", str(tmp_path / "bad"), *map(str, runs)]) == 2
+    (runs[1] / "training_info.json").write_text(json.dumps(
+        {"base_model": "tiny", "continued_from": {"steps": 7}, "train_seconds": 1.0}))
+    (runs[1] / "heldout_split.json").write_text(json.dumps({"seed": 14, "lines": [2]}))
+    assert sv.main(["--out", str(tmp_path / "bad"), *map(str, runs)]) == 2
+    assert not (tmp_path / "bad").exists()
 
 
 def test_empty_premise_is_never_entailed_and_costs_no_model_call():
