@@ -454,6 +454,24 @@ def test_discovery_keeps_the_minimum_entailing_subset(five_docs, scripted):
     assert st["answer"].sentences[0].citations == [2] and len(seen) == 7
 
 
+def test_discovery_checks_joint_support_when_the_proposal_alone_does_not_entail(five_docs, scripted):
+    # a sentence joining two documents' facts; the LLM proposes only one of them
+    text = "Alpha was founded in 1901 by Ann, and Beta is a river in Chile."
+    vspec, v = make_verifier(lambda p, h: 1.0 if "Title: Alpha\n" in p and "Title: Beta\n" in p else 0.0)
+    r = Router(gen=[text], feedback=[fb(3)], add=['{"citations": [2]}'])
+    st = trace(r, five_docs, scripted, use_calibration=False, verifier=vspec, discovery_top_n=3)
+    d = st["discoveries"][0]
+    assert set(d.candidates[:2]) == {1, 2} and [c.subset for c in d.checks] == [[2]]
+    assert [c.subset for c in d.joint_checks] == sorted([sorted([2, c]) for c in d.candidates if c != 2])
+    assert d.verified is True and d.kept == [1, 2] and st["answer"].sentences[0].citations == [1, 2]
+    # off: the paper's Discovery keeps the sentence uncited
+    r = Router(gen=[text], feedback=[fb(3)], add=['{"citations": [2]}'])
+    st = trace(r, five_docs, scripted, use_calibration=False, verifier=vspec, discovery_top_n=3,
+               discovery_joint=False)
+    d = st["discoveries"][0]
+    assert d.joint_checks == [] and d.verified is False and st["answer"].sentences[0].citations == []
+
+
 def test_discovery_falls_back_to_word_overlap_without_embeddings(five_docs, scripted, monkeypatch):
     from citegraph.errors import ModelError
 

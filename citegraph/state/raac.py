@@ -35,6 +35,7 @@ class RaacContext(BaseContext):
     use_citation_agent: bool = knob(True, "Ablation 'w/o CitationAgent' when false: keep the TextAgent's citations as written.")
     use_calibration: bool = knob(True, "Ablation 'w/o SC' when false: no F1 assessment and no re-run on D_adp.")
     verify_discovered: bool = knob(True, "Discovery: keep citations proposed by the LLM only if the verifier says they entail the sentence.")
+    discovery_joint: bool = knob(True, "Discovery (with verify_discovered): when no subset of the LLM's proposal entails the sentence, also check the proposal plus one more of the candidates shown (a sentence joining two facts needs two documents; a small LLM often proposes one). Off = the paper's Discovery.")
     discovery_top_n: int = knob(3, "Discovery: how many documents (ranked by embedding similarity) the LLM may choose from.", ge=1)
     embedding: str = knob("minilm", "Embedding spec used to rank documents for Discovery (citegraph.tools.embeddings).")
     verifier_threshold: float = knob(0.0, "Entailment threshold for Validator/Discovery (0 = the verifier's own threshold).", ge=0.0, le=1.0)
@@ -178,6 +179,7 @@ class DiscoveryRecord(BaseModel):
     verified: bool | None = Field(default=None, description="Some subset of the proposal entails (None: not verified).")
     verifier_score: float | None = Field(default=None, description="Verifier score of the whole proposal.")
     checks: list[SubsetCheck] = Field(default_factory=list, description="Every subset of the proposal, as the Validator checks.")
+    joint_checks: list[SubsetCheck] = Field(default_factory=list, description="discovery_joint: the proposal plus one more candidate, checked when no subset of the proposal entails.")
     kept: list[int] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
 

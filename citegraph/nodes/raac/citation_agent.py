@@ -8,8 +8,10 @@
 * Discovery: for each sentence left without a citation, rank the documents by embedding
   similarity (packaged MiniLM; the paper uses DPR), show the top ``discovery_top_n`` to the LLM with
   the AddCitation prompt (Table 15), drop ids outside the candidates / document set, keep at most 3,
-  and (``verify_discovered``) keep the minimum entailing subset of them, checked like the Validator's
-  (none entails -> the sentence stays uncited).
+  and (``verify_discovered``) keep the minimum entailing subset of them, checked like the Validator's.
+  When none entails and ``discovery_joint`` is on, the proposal plus one more shown candidate is
+  checked too (a sentence joining two facts needs both documents); none entails -> the sentence
+  stays uncited.
 """
 
 from __future__ import annotations
@@ -226,7 +228,14 @@ def discover(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
             rec.checks = [SubsetCheck(subset=list(sub), score=round(float(sc), 4), entails=sc >= verifier.threshold)
                           for sub, sc in zip(subs, scores)]
             rec.verifier_score = next(c.score for c in rec.checks if len(c.subset) == len(chosen))
-            chosen = minimal_subset(rec.checks)
+            proposal, chosen = chosen, minimal_subset(rec.checks)
+            if not chosen and ctx.discovery_joint and len(proposal) < MAX_CITATIONS:
+                # joint support: the proposal plus one more candidate (most similar first)
+                subs = [tuple(sorted([*proposal, c])) for c in candidates if c not in proposal]
+                scores = verifier.score([(premise(docs, sub), text.strip()) for sub in subs])
+                rec.joint_checks = [SubsetCheck(subset=list(sub), score=round(float(sc), 4),
+                                                entails=sc >= verifier.threshold) for sub, sc in zip(subs, scores)]
+                chosen = minimal_subset(rec.joint_checks)
             rec.verified = bool(chosen)
         rec.kept = sorted(chosen)
         if chosen:
