@@ -175,6 +175,24 @@ def test_stop_after_k_rounds_and_context_reaches_subgraph(five_docs, scripted):
     assert "S1 Alpha [1]." in r.prompts["refine"][0] and "improve citation_recall" in r.prompts["refine"][0]
 
 
+def test_placeholder_suggestions_copied_from_the_prompt_are_dropped(five_docs, scripted):
+    body = {a: {"score": 2, "suggestion": "..."} for a in ASPECTS}
+    body["completeness"] = {"score": 2, "suggestion": "Name the founder."}
+    body["objectivity"] = {"score": 3, "suggestion": "…"}
+    body["total"] = 12
+    r = Router(gen=["S1 Alpha was founded in 1901 by Ann, and it is old, and it is known [1]."],
+               feedback=[json.dumps(body), fb(3)], refine=[refined("S2 Alpha [1].")])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=2, objective_checks=False)
+    first = st["rounds"][0]
+    assert first.suggestions["completeness"] == "Name the founder."
+    assert first.suggestions["specificity"] == "" and first.suggestions["objectivity"] == ""
+    assert any("placeholder suggestion(s) dropped" in p and "specificity" in p for p in first.problems)
+    prompt = r.prompts["refine"][0]
+    assert "Name the founder." in prompt and ": ...\n" not in prompt
+    assert "(score 2/3): (no concrete suggestion: improve this aspect)" in prompt
+    assert "(score 3/3): keep as is" in prompt
+
+
 def test_best_of_k_not_the_last(five_docs, scripted):
     r = Router(
         gen=["First Alpha [1]."],

@@ -104,7 +104,7 @@ def refine_prompt(
     lines = []
     for a in ASPECTS:
         s = scores.get(a)
-        tip = (suggestions.get(a) or "").strip() or "keep as is"
+        tip = (suggestions.get(a) or "").strip() or ("keep as is" if s == 3 else "(no concrete suggestion: improve this aspect)")
         lines.append(f"- {ASPECT_NAMES[a]} (score {s}/3): {tip}")
     return (
         context_block(question, documents, max_words)

@@ -154,6 +154,7 @@ _ALIASES = {
     "total_score": "total", "overall": "total", "sum": "total", "overall_score": "total",
 }
 _SCORE_KEYS = ("score", "rating", "value", "grade", "points")
+_PLACEHOLDER = re.compile(r"^(?:[\s.…\-–—_*?!]*|n/?a|none|null|suggestion)$", re.IGNORECASE)
 _TIP_KEYS = ("suggestion", "suggestions", "feedback", "comment", "comments", "advice", "improvement", "reason")
 
 
@@ -273,6 +274,12 @@ def feedback(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     failed = any("fallback" in p for p in problems)
     # no feedback: an honest empty record (no made-up scores), which never wins the argmax
     scores, suggestions = ({}, {}) if failed else (fb.scores(), fb.suggestions())
+    # small judges copy the prompt's example ("...") instead of a suggestion: that is no suggestion
+    copied = sorted(a for a, t in suggestions.items() if t and _PLACEHOLDER.match(t.strip()))
+    for a in copied:
+        suggestions[a] = ""
+    if copied:
+        problems = [*problems, f"placeholder suggestion(s) dropped: {', '.join(copied)}"]
     overruled: dict[str, str] = {}
     if ctx.objective_checks and not failed:
         for aspect, (cap, tip) in objective_checks(state.summary, len(state.working_documents), ctx.min_words,
