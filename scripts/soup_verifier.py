@@ -33,7 +33,7 @@ def parse_args(argv=None):
 def _read(run: Path, name: str) -> dict:
     f = run / name
     if not f.exists():
-        raise SystemExit(f"{run}: no {name} (not an output folder of scripts/train_verifier.py)")
+        raise FileNotFoundError(f"{run}: no {name} (not an output folder of scripts/train_verifier.py)")
     return json.loads(f.read_text(encoding="utf-8"))
 
 
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
         infos = [_read(r, "training_info.json") for r in runs]
         splits = [_read(r, "heldout_split.json") for r in runs]
         inference = [_read(r, "inference.json") for r in runs]
-    except SystemExit as e:
+    except FileNotFoundError as e:
         print(e, file=sys.stderr)
         return 2
     if any(s["lines"] != splits[0]["lines"] for s in splits):

@@ -144,7 +144,7 @@ def perturb(premise: str, hypothesis: str, rng: random.Random) -> tuple[str, str
     if nums:
         rules.append("number")
     hyp_words = set(w.lower() for w in _WORD.findall(hypothesis))
-    caps_h = [m for m in _CAP.finditer(hypothesis)]
+    caps_h = list(_CAP.finditer(hypothesis))
     caps_p = sorted({w for w in _CAP.findall(" " + premise) if w.lower() not in hyp_words})
     if caps_h and caps_p:
         rules.append("name")

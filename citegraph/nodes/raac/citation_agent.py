@@ -54,6 +54,13 @@ def minimal_subset(checks: list[SubsetCheck]) -> list[int]:
     return list(min(ok, key=lambda s: (len(s), sum(s), s)))
 
 
+def subset_checks(verifier, documents: list[Document], text: str, subs: list[tuple[int, ...]]) -> list[SubsetCheck]:
+    """One sentence against each document subset as the premise, in one batched verifier call."""
+    scores = verifier.score([(premise(documents, sub), text.strip()) for sub in subs])
+    return [SubsetCheck(subset=list(sub), score=round(float(sc), 4), entails=sc >= verifier.threshold)
+            for sub, sc in zip(subs, scores)]
+
+
 def raac_verifier(ctx: RaacContext):
     """The verifier deciding at ``verifier_threshold`` (its own threshold when that is 0); the
     Validator, Discovery and the calibration gate all use this one view."""
@@ -223,18 +230,13 @@ def discover(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
         if chosen and verifier is not None:
             # verified like the Validator's citations: every subset in one batch, then the
             # Simplifier's minimum entailing subset (a small LLM rarely picks the smallest one)
-            subs = subsets(chosen)
-            scores = verifier.score([(premise(docs, sub), text.strip()) for sub in subs])
-            rec.checks = [SubsetCheck(subset=list(sub), score=round(float(sc), 4), entails=sc >= verifier.threshold)
-                          for sub, sc in zip(subs, scores)]
+            rec.checks = subset_checks(verifier, docs, text, subsets(chosen))
             rec.verifier_score = next(c.score for c in rec.checks if len(c.subset) == len(chosen))
             proposal, chosen = chosen, minimal_subset(rec.checks)
             if not chosen and ctx.discovery_joint and len(proposal) < MAX_CITATIONS:
                 # joint support: the proposal plus one more candidate (most similar first)
-                subs = [tuple(sorted([*proposal, c])) for c in candidates if c not in proposal]
-                scores = verifier.score([(premise(docs, sub), text.strip()) for sub in subs])
-                rec.joint_checks = [SubsetCheck(subset=list(sub), score=round(float(sc), 4),
-                                                entails=sc >= verifier.threshold) for sub, sc in zip(subs, scores)]
+                joint = [tuple(sorted([*proposal, c])) for c in candidates if c not in proposal]
+                rec.joint_checks = subset_checks(verifier, docs, text, joint)
                 chosen = minimal_subset(rec.joint_checks)
             rec.verified = bool(chosen)
         rec.kept = sorted(chosen)
