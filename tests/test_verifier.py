@@ -369,6 +369,46 @@ def test_add_verify_command(tmp_path, capsys):
     assert defaults.verifier == "default" and defaults.output is None
 
 
+def test_verify_file_max_windows_every_window_or_best_overlap(tmp_path):
+    path = make_bert(tmp_path / "m", {0: "not_entailment", 1: "entailment"}, max_pos=48)
+    spec = f"hf-classifier:{path}"
+    filler = " ".join(WORDS[i % 17] for i in range(150))
+    premise, hyp = filler + " needle in the hay stack . " + filler, "the needle is in the hay ."
+    src = _write(tmp_path / "p.jsonl", [{"premise": premise, "hypothesis": hyp}])
+    every = V.verify_file(src, tmp_path / "every.jsonl", spec, max_windows=0)
+    one = V.verify_file(src, tmp_path / "one.jsonl", spec, max_windows=1)
+    assert (every["max_windows"], every["premises_not_all_windows"]) == (0, 0)
+    assert (one["max_windows"], one["premises_not_all_windows"]) == (1, 1)
+    p_every, p_one = (json.loads((tmp_path / f).read_text())["probability"] for f in ("every.jsonl", "one.jsonl"))
+    v = V.get_verifier(spec, max_windows=0)
+    windows = v._windows(premise, len(v.tokenizer(hyp, add_special_tokens=False)["input_ids"]))
+    per_window = [v._forward([(w, hyp)])[0] for w in windows]
+    assert len(windows) > 5 and max(per_window) - min(per_window) > 1e-6
+    assert p_every == pytest.approx(max(per_window), abs=1e-5)
+    assert p_one == pytest.approx(v._forward([(V.top_windows(windows, hyp, 1)[0], hyp)])[0], abs=1e-5)
+    assert V.verify_file(src, tmp_path / "x.jsonl", spec)["max_windows"] == 0  # hf-classifier: every window
+
+
+@pytest.mark.parametrize("spec,max_windows,match", [
+    ("llm-judge:local", 1, "applies to default, hf-classifier: and hf-seq2seq:"),
+    ("stub:keyword", 0, "not 'stub:keyword'"),
+    ("default", -1, "0 \\(every window\\) or more"),
+])
+def test_verify_file_max_windows_refused(tmp_path, spec, max_windows, match):
+    V.register_verifier("stub:keyword", _keyword_stub([]))
+    src = _write(tmp_path / "p.jsonl", [{"premise": "a", "hypothesis": "b"}])
+    with pytest.raises(InputError, match=match):
+        V.verify_file(src, tmp_path / "o.jsonl", spec, max_windows=max_windows)
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_verify_command_max_windows_flag():
+    parser = argparse.ArgumentParser(prog="citegraph")
+    V.add_verify_command(parser.add_subparsers(dest="command"))
+    assert parser.parse_args(["verify", "--pairs", "x.jsonl"]).max_windows is None
+    assert parser.parse_args(["verify", "--pairs", "x.jsonl", "--max-windows", "0"]).max_windows == 0
+
+
 # ------------------------------------------------------------------------------------------------
 # the shipped default model
 # ------------------------------------------------------------------------------------------------

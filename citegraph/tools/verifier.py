@@ -589,15 +589,32 @@ def _read_pairs(pairs_path: str | os.PathLike) -> list[dict]:
     return rows
 
 
+def _windowed_spec(spec: str) -> bool:
+    """Whether ``spec`` names a backend with the token-window policy (``max_windows``)."""
+    return spec == "default" or spec.partition(":")[0] in ("hf-classifier", "hf-seq2seq")
+
+
 def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
-                spec: str = "default", threshold: float | None = None) -> dict:
+                spec: str = "default", threshold: float | None = None,
+                max_windows: int | None = None) -> dict:
     """Score a JSONL file of ``{"premise", "hypothesis", ...}`` lines.
 
     Each input line is written back with ``probability`` (P(entailed)) and ``entailed`` (bool) added,
-    to ``output_path`` or, when it is None, to stdout. Returns a summary dict.
+    to ``output_path`` or, when it is None, to stdout. Returns a summary dict. ``max_windows``
+    (default, hf-classifier and hf-seq2seq only) scores at most that many windows of a long premise,
+    those sharing the most words with the claim; 0 scores every window (the backend's default when
+    None: ``default`` scores one).
     """
+    spec = (spec or "default").strip()
+    kw: dict[str, Any] = {}
+    if max_windows is not None:
+        if int(max_windows) < 0:
+            raise _input_error(f"max_windows must be 0 (every window) or more, got {max_windows}")
+        if not _windowed_spec(spec) or spec in _REGISTRY:
+            raise _input_error(f"max_windows applies to default, hf-classifier: and hf-seq2seq: verifiers, not {spec!r}")
+        kw["max_windows"] = int(max_windows)
     rows = _read_pairs(pairs_path)
-    verifier = get_verifier(spec or "default")
+    verifier = get_verifier(spec, **kw)
     before = VerifierStats(**verifier.stats.as_dict())
     t0 = time.perf_counter()
     scores = verifier.score([(r["premise"], r["hypothesis"]) for r in rows])
@@ -624,6 +641,8 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
         "not_entailed": len(rows) - int(n_ent),
         "pairs_scored": verifier.stats.pairs_scored - before.pairs_scored,
         "cache_hits": verifier.stats.cache_hits - before.cache_hits,
+        "max_windows": (getattr(verifier, "max_windows", None) or 0) if _windowed_spec(spec) else None,
+        "premises_not_all_windows": verifier.stats.windows_skipped - before.windows_skipped,
         "seconds": round(seconds, 3),
         "pairs_per_second": round(len(rows) / seconds, 1) if seconds > 0 else None,
         "output": None if output_path is None else str(output_path),
@@ -631,7 +650,8 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    summary = verify_file(args.pairs, args.output, spec=args.verifier, threshold=args.threshold)
+    summary = verify_file(args.pairs, args.output, spec=args.verifier, threshold=args.threshold,
+                          max_windows=args.max_windows)
     print(json.dumps(summary), file=sys.stderr)
     print(f"{summary['pairs']} pairs, {summary['entailed']} entailed, {summary['pairs_per_second']} pairs/s "
           f"({summary['pairs_scored']} scored, {summary['cache_hits']} cache hits)", file=sys.stderr)
@@ -639,7 +659,7 @@ def _run_verify(args: argparse.Namespace) -> int:
 
 
 def add_verify_command(subparsers) -> argparse.ArgumentParser:
-    """Add ``verify --pairs FILE.jsonl [--verifier SPEC] [--output OUT.jsonl] [--threshold T]``.
+    """Add ``verify --pairs FILE.jsonl [--verifier SPEC] [--output OUT.jsonl] [--threshold T] [--max-windows N]``.
 
     The parser's ``func`` default is ``_run_verify(args) -> int`` (prints the summary to stderr).
     """
@@ -651,5 +671,9 @@ def add_verify_command(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--verifier", default="default", help="verifier spec (default, hf-classifier:PATH, hf-seq2seq:PATH, llm-judge[:SPEC])")
     p.add_argument("--output", default=None, help="output JSONL (default: stdout)")
     p.add_argument("--threshold", type=float, default=None, help="entailment threshold (default: the verifier's, 0.5)")
+    p.add_argument("--max-windows", type=int, default=None, metavar="N",
+                   help="long premises: score at most N token windows, those sharing the most words with the "
+                        "claim; 0 = every window (default, hf-classifier, hf-seq2seq; default: the verifier's, "
+                        "1 for default, every window for the others)")
     p.set_defaults(func=_run_verify)
     return p
