@@ -393,8 +393,9 @@ def test_verify_file_max_windows_every_window_or_best_overlap(tmp_path):
     ("llm-judge:local", 1, "applies to default, hf-classifier: and hf-seq2seq:"),
     ("stub:keyword", 0, "not 'stub:keyword'"),
     ("default", -1, "0 \\(every window\\) or more"),
+    ("bogus", None, "unknown verifier spec 'bogus'"),
 ])
-def test_verify_file_max_windows_refused(tmp_path, spec, max_windows, match):
+def test_verify_file_bad_spec_or_max_windows_refused(tmp_path, spec, max_windows, match):
     V.register_verifier("stub:keyword", _keyword_stub([]))
     src = _write(tmp_path / "p.jsonl", [{"premise": "a", "hypothesis": "b"}])
     with pytest.raises(InputError, match=match):

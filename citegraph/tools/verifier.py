@@ -237,6 +237,8 @@ class _HFVerifier(Verifier):
         max_windows: int | None = None,
         **kw,
     ):
+        if max_windows is not None and int(max_windows) < 0:
+            raise ValueError(f"max_windows must be 0 (every window) or more, got {max_windows}")
         super().__init__(spec=spec, batch_size=batch_size, **kw)
         import torch
 
@@ -589,11 +591,6 @@ def _read_pairs(pairs_path: str | os.PathLike) -> list[dict]:
     return rows
 
 
-def _windowed_spec(spec: str) -> bool:
-    """Whether ``spec`` names a backend with the token-window policy (``max_windows``)."""
-    return spec == "default" or spec.partition(":")[0] in ("hf-classifier", "hf-seq2seq")
-
-
 def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
                 spec: str = "default", threshold: float | None = None,
                 max_windows: int | None = None) -> dict:
@@ -608,13 +605,15 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
     spec = (spec or "default").strip()
     kw: dict[str, Any] = {}
     if max_windows is not None:
-        if int(max_windows) < 0:
-            raise _input_error(f"max_windows must be 0 (every window) or more, got {max_windows}")
-        if not _windowed_spec(spec) or spec in _REGISTRY:
+        windowed = spec == "default" or spec.partition(":")[0] in ("hf-classifier", "hf-seq2seq")
+        if not windowed or spec in _REGISTRY:
             raise _input_error(f"max_windows applies to default, hf-classifier: and hf-seq2seq: verifiers, not {spec!r}")
         kw["max_windows"] = int(max_windows)
     rows = _read_pairs(pairs_path)
-    verifier = get_verifier(spec, **kw)
+    try:
+        verifier = get_verifier(spec, **kw)
+    except ValueError as exc:  # an unknown spec, a negative max_windows: a one-line error, not a traceback
+        raise _input_error(str(exc)) from None
     before = VerifierStats(**verifier.stats.as_dict())
     t0 = time.perf_counter()
     scores = verifier.score([(r["premise"], r["hypothesis"]) for r in rows])
@@ -641,7 +640,7 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
         "not_entailed": len(rows) - int(n_ent),
         "pairs_scored": verifier.stats.pairs_scored - before.pairs_scored,
         "cache_hits": verifier.stats.cache_hits - before.cache_hits,
-        "max_windows": (getattr(verifier, "max_windows", None) or 0) if _windowed_spec(spec) else None,
+        "max_windows": (verifier.max_windows or 0) if isinstance(verifier, _HFVerifier) else None,
         "premises_not_all_windows": verifier.stats.windows_skipped - before.windows_skipped,
         "seconds": round(seconds, 3),
         "pairs_per_second": round(len(rows) / seconds, 1) if seconds > 0 else None,
