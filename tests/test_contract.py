@@ -194,7 +194,7 @@ def test_command_line_values_are_read_by_the_knob_type():
     # `--set k=v` and bench variants `method:k=v` hand the Context text; a string knob keeps it
     # verbatim (JSON parsing would turn "1e5" into "100000.0"), other knobs read it as JSON
     from citegraph.errors import InputError
-    from citegraph.cli import _parse_set
+    from citegraph.cli import parse_set as _parse_set
     from citegraph.eval.bench import parse_method
     from citegraph.graphs.registry import make_context
 

@@ -20,6 +20,7 @@ transformers = pytest.importorskip("transformers")
 
 from citegraph.errors import InputError  # noqa: E402
 from citegraph.tools import verifier as V  # noqa: E402
+from citegraph.cli import verify as VC  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("CITEGRAPH_SHARED_DATA", REPO.parent / "shared" / "data"))  # as in conftest.py
@@ -317,7 +318,7 @@ def test_verify_file_round_trip(tmp_path):
         {"id": "c", "premise": "The sky is blue today", "hypothesis": "sky blue"},
     ])
     out = tmp_path / "sub" / "out.jsonl"
-    summary = V.verify_file(src, out, "stub:keyword")
+    summary = VC.verify_file(src, out, "stub:keyword")
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["a", "b", "c"]
     assert [r["entailed"] for r in rows] == [True, False, True]
@@ -331,7 +332,7 @@ def test_verify_file_round_trip(tmp_path):
 def test_verify_file_to_stdout(tmp_path, capsys):
     V.register_verifier("stub:keyword", _keyword_stub([]))
     src = _write(tmp_path / "p.jsonl", [{"premise": "red fire", "hypothesis": "fire"}])
-    V.verify_file(src, None, "stub:keyword")
+    VC.verify_file(src, None, "stub:keyword")
     assert json.loads(capsys.readouterr().out.strip())["entailed"] is True
 
 
@@ -347,7 +348,7 @@ def test_verify_file_bad_input(tmp_path, lines, match):
     V.register_verifier("stub:keyword", _keyword_stub([]))
     src = tmp_path / "bad.jsonl" if lines is None else _write(tmp_path / "bad.jsonl", lines)
     with pytest.raises(InputError, match=match) as ei:
-        V.verify_file(src, tmp_path / "o.jsonl", "stub:keyword")
+        VC.verify_file(src, tmp_path / "o.jsonl", "stub:keyword")
     assert "\n" not in str(ei.value)
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -355,7 +356,7 @@ def test_verify_file_bad_input(tmp_path, lines, match):
 def test_add_verify_command(tmp_path, capsys):
     V.register_verifier("stub:keyword", _keyword_stub([]))
     parser = argparse.ArgumentParser(prog="citegraph")
-    add = V.add_verify_command(parser.add_subparsers(dest="command"))
+    add = VC.register(parser.add_subparsers(dest="command"))
     assert add.prog.endswith("verify")
     src = _write(tmp_path / "p.jsonl", [{"premise": "hot fire", "hypothesis": "cold water"}])
     out = tmp_path / "o.jsonl"
@@ -375,8 +376,8 @@ def test_verify_file_max_windows_every_window_or_best_overlap(tmp_path):
     filler = " ".join(WORDS[i % 17] for i in range(150))
     premise, hyp = filler + " needle in the hay stack . " + filler, "the needle is in the hay ."
     src = _write(tmp_path / "p.jsonl", [{"premise": premise, "hypothesis": hyp}])
-    every = V.verify_file(src, tmp_path / "every.jsonl", spec, max_windows=0)
-    one = V.verify_file(src, tmp_path / "one.jsonl", spec, max_windows=1)
+    every = VC.verify_file(src, tmp_path / "every.jsonl", spec, max_windows=0)
+    one = VC.verify_file(src, tmp_path / "one.jsonl", spec, max_windows=1)
     assert (every["max_windows"], every["premises_not_all_windows"]) == (0, 0)
     assert (one["max_windows"], one["premises_not_all_windows"]) == (1, 1)
     p_every, p_one = (json.loads((tmp_path / f).read_text())["probability"] for f in ("every.jsonl", "one.jsonl"))
@@ -386,7 +387,7 @@ def test_verify_file_max_windows_every_window_or_best_overlap(tmp_path):
     assert len(windows) > 5 and max(per_window) - min(per_window) > 1e-6
     assert p_every == pytest.approx(max(per_window), abs=1e-5)
     assert p_one == pytest.approx(v._forward([(V.top_windows(windows, hyp, 1)[0], hyp)])[0], abs=1e-5)
-    assert V.verify_file(src, tmp_path / "x.jsonl", spec)["max_windows"] == 0  # hf-classifier: every window
+    assert VC.verify_file(src, tmp_path / "x.jsonl", spec)["max_windows"] == 0  # hf-classifier: every window
 
 
 @pytest.mark.parametrize("spec,max_windows,match", [
@@ -399,13 +400,13 @@ def test_verify_file_bad_spec_or_max_windows_refused(tmp_path, spec, max_windows
     V.register_verifier("stub:keyword", _keyword_stub([]))
     src = _write(tmp_path / "p.jsonl", [{"premise": "a", "hypothesis": "b"}])
     with pytest.raises(InputError, match=match):
-        V.verify_file(src, tmp_path / "o.jsonl", spec, max_windows=max_windows)
+        VC.verify_file(src, tmp_path / "o.jsonl", spec, max_windows=max_windows)
     assert not (tmp_path / "o.jsonl").exists()
 
 
 def test_verify_command_max_windows_flag():
     parser = argparse.ArgumentParser(prog="citegraph")
-    V.add_verify_command(parser.add_subparsers(dest="command"))
+    VC.register(parser.add_subparsers(dest="command"))
     assert parser.parse_args(["verify", "--pairs", "x.jsonl"]).max_windows is None
     assert parser.parse_args(["verify", "--pairs", "x.jsonl", "--max-windows", "0"]).max_windows == 0
 

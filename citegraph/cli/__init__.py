@@ -1,0 +1,56 @@
+"""The ``citegraph`` command line: one module per subcommand, each with ``register(subparsers)``.
+
+    citegraph graphs
+    citegraph ask vanilla --question "..." --docs docs.jsonl
+    citegraph ask vanilla --example
+    citegraph run vanilla --input ../shared/data/alce/asqa_dev60.json --output out.json --limit 5
+    citegraph verify --pairs claims.jsonl
+    citegraph eval --input out.json
+    citegraph bench --methods vanilla,summ --data ../shared/data/alce/asqa_dev60.json --limit 20 --out runs/asqa
+
+Argument parsing and file I/O live here, never in ``citegraph.tools``. Bad input: one line on stderr,
+exit status 2. Model failures: one line, exit status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Sequence
+
+from citegraph.cli.common import EXIT_INPUT, EXIT_MODEL, parse_set, print_answer
+from citegraph.errors import InputError, ModelError
+
+__all__ = ["main", "build_parser", "parse_set", "print_answer", "EXIT_INPUT", "EXIT_MODEL"]
+
+# subcommand modules, in the order `citegraph --help` lists them
+COMMANDS = ["graphs", "ask", "run", "verify", "eval", "bench"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="citegraph", description="Attributed generation methods as LangGraph graphs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"citegraph.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except InputError as e:
+        print(f"citegraph: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except ModelError as e:
+        print(f"citegraph: model error: {e}", file=sys.stderr)
+        return EXIT_MODEL
+    except KeyboardInterrupt:
+        print("citegraph: interrupted (finished items are saved; re-run to resume)", file=sys.stderr)
+        return 130

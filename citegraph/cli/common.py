@@ -1,0 +1,68 @@
+"""What every subcommand shares: exit codes, ``--set`` parsing, the method's Context, printing an answer."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+from typing import Any, Sequence
+
+from citegraph.errors import InputError
+
+EXIT_INPUT = 2
+EXIT_MODEL = 3
+
+
+def parse_set(pairs: Sequence[str] | None) -> dict[str, Any]:
+    """``--set k=v`` Context overrides; the Context reads each value by its knob's type (CliText)."""
+    from citegraph.state.base import CliText
+
+    out: dict[str, Any] = {}
+    for p in pairs or []:
+        if "=" not in p:
+            raise InputError(f"--set expects key=value, got {p!r}")
+        k, v = p.split("=", 1)
+        out[k.strip()] = CliText(v)
+    return out
+
+
+def method_context(method: str, args) -> Any:
+    """The method's Context from ``--set`` plus ``--llm`` / ``--verifier`` where the method has them."""
+    from citegraph.graphs.registry import context_class, make_context
+
+    overrides = parse_set(getattr(args, "set", None))
+    names = {f.name for f in fields(context_class(method))}
+    for key in ("llm", "verifier"):
+        val = getattr(args, key, None)
+        if val and key in names:
+            overrides[key] = val
+    return make_context(method, **overrides)
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--llm", help="chat model spec (default: the method's Context default, 'local')")
+    p.add_argument("--verifier", help="verifier spec, for methods that use one")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a Context knob (repeatable)")
+
+
+def print_answer(ans, console=None) -> None:
+    """Each sentence followed by its citations; uncited sentences marked; cited docs listed."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = console or Console()
+    console.print(f"[bold]Q:[/bold] {escape(ans.question)}\n")
+    for i, s in enumerate(ans.sentences, 1):
+        cites = "".join(f"[{c}]" for c in s.citations)
+        mark = f"[green]{escape(cites)}[/green]" if s.citations else "[red](no citation)[/red]"
+        console.print(f"{i:>2}. {escape(s.text)} {mark}")
+    if not ans.sentences:
+        console.print("[red](the model returned no answer)[/red]")
+    cited = ans.cited_documents()
+    if cited:
+        console.print("\n[bold]Cited documents[/bold]")
+        for c in cited:
+            d = ans.documents[c - 1]
+            snippet = d.text[:110] + ("…" if len(d.text) > 110 else "")
+            console.print(f"  [{c}] {escape(d.title or d.id)} — {escape(snippet)}")
+    for w in ans.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")

@@ -1,0 +1,65 @@
+"""``citegraph run METHOD --input DATA --output OUT.json``: a method over a dataset, resumable."""
+
+from __future__ import annotations
+
+import os
+
+from citegraph.cli.common import add_model_args, method_context
+from citegraph.errors import InputError
+
+
+def cmd_run(args) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from citegraph.eval.datasets import load_items
+    from citegraph.eval.runner import run_dataset
+
+    if args.limit is not None and args.limit < 1:
+        raise InputError("--limit must be at least 1")
+    if args.concurrency < 1:
+        raise InputError("--concurrency must be at least 1")
+    items = load_items(args.input, limit=args.limit)
+    ctx = method_context(args.method, args)
+    console = Console(stderr=True)
+    errors: list[str] = []
+
+    with Progress(
+        TextColumn(f"[bold]{args.method}[/bold]"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
+    ) as prog:
+        task = prog.add_task("run", total=len(items))
+
+        def progress(done: int, total: int) -> None:
+            prog.update(task, completed=done, total=total)
+
+        def on_error(item, exc) -> None:
+            errors.append(f"{item.id}: {type(exc).__name__}: {exc}")
+            console.print(f"[red]item {escape(str(item.id))} failed:[/red] {type(exc).__name__}: {escape(str(exc))}", soft_wrap=True)
+
+        stats = run_dataset(
+            args.method, items, args.output, ctx, concurrency=args.concurrency,
+            overwrite=args.overwrite, progress=progress, on_error=on_error,
+            extra_args={"input": os.path.abspath(args.input), "limit": args.limit},
+        )
+    console.print(
+        f"wrote {args.output}: {stats['ran']} new, {stats['skipped']} already done, {stats['failed']} failed "
+        f"(of {stats['total']})",
+        soft_wrap=True, markup=False,  # a path is text, not rich markup
+    )
+    return 1 if stats["failed"] else 0
+
+
+def register(sub) -> None:
+    from citegraph.graphs.registry import names
+
+    p = sub.add_parser("run", help="run a method over a dataset (resumable)")
+    p.add_argument("method", choices=names())
+    p.add_argument("--input", "-i", required=True, help="ALCE-style JSON or JSONL with question + docs per item")
+    p.add_argument("--output", "-o", required=True, help="output JSON (ALCE-compatible)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N items")
+    p.add_argument("--concurrency", type=int, default=1, help="items in flight at once (1 keeps local-model runs reproducible item by item)")
+    p.add_argument("--overwrite", action="store_true", help="discard an existing output instead of resuming")
+    add_model_args(p)
+    p.set_defaults(func=cmd_run)
