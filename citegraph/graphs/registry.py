@@ -29,6 +29,8 @@ GRAPHS: dict[str, GraphEntry] = {
                           "GenerationPrograms: plan a program of text modules over S-ids, parse safely, execute, cite the leaves."),
     "genprog-posthoc": GraphEntry("genprog-posthoc", "citegraph.graphs.genprog_posthoc", "citegraph.state.genprog:GenProgPosthocContext",
                                   "GenerationPrograms post-hoc: a program reconstructs each given answer sentence; its leaves are the attributions."),
+    "odmds": GraphEntry("odmds", "citegraph.graphs.odmds", "citegraph.state.odmds:OdmdsContext",
+                        "Graph-augmented ODMDS: hybrid retrieval from a corpus, chunk-graph (GAE) cluster re-rank, cluster topics, tiered refinement, cited summary."),
 }
 
 
