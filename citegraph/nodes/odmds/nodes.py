@@ -96,7 +96,7 @@ def candidates_from_hits(hits: Sequence[Any], labels: dict[str, int]) -> list[Ca
     for r, h in enumerate(hits, 1):
         c = h.chunk
         doc = c.to_document() if hasattr(c, "to_document") else Document(id=str(c.id), title=c.title, text=c.text)
-        out.append(Candidate(chunk_id=str(c.id), document=doc, rank=r, score=float(h.score),
+        out.append(Candidate(chunk_id=str(c.id), doc_id=str(c.doc_id), document=doc, rank=r, score=float(h.score),
                              dense_score=getattr(h, "dense_score", None), sparse_score=getattr(h, "sparse_score", None),
                              cluster=labels.get(str(c.id), -1)))
     return out
