@@ -27,38 +27,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from odsum_story import distinct_documents, load  # noqa: E402
+from odsum_story import chroma_embed_fn, distinct_documents, load  # noqa: E402
 
 PAPER = {  # Table 2, ODSum-Story, its own split and GPT embeddings: F1@3/8/10
     "bm25": (40.35, 49.53, 48.39), "dense": (38.00, 42.43, 40.46),
     "hybrid": (41.00, 51.44, 48.86), "ours": (42.68, 54.25, 52.54),
 }
-
-
-def chroma_embed_fn(corpus):
-    """Embeddings of the indexed chunks, read back from the Chroma collection by chunk id (the index
-    already holds them; embedding ~4,000 chunks again costs ~10 minutes on this machine). The
-    offline part asks for them in ``corpus.chunks()`` order. Falls back to embedding the texts."""
-    from citegraph.tools.embeddings import embed
-
-    ids = [c.id for c in corpus.chunks()]
-    table: dict[str, np.ndarray] = {}
-    col = getattr(corpus, "_col", None) or getattr(corpus, "collection", None)
-    if col is not None:
-        try:
-            for off in range(0, len(ids), 2000):
-                res = col.get(ids=ids[off:off + 2000], include=["embeddings"])
-                table.update({i: np.asarray(v, dtype=np.float32) for i, v in zip(res["ids"], res["embeddings"])})
-        except Exception as e:  # noqa: BLE001 - any failure: embed instead
-            print(f"(could not read embeddings from the index: {e}; embedding the chunks)", file=sys.stderr)
-
-    def fn(texts):
-        if len(texts) == len(ids) and all(i in table for i in ids):
-            return np.stack([table[i] for i in ids])
-        return embed(list(texts))
-
-    fn.from_index = len(table) == len(ids)
-    return fn
 
 
 def prf(ranked_docs: list[list[str]], golds: list[frozenset], k: int) -> dict[str, float]:

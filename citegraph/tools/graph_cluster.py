@@ -25,6 +25,7 @@ import json
 import math
 import random
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -267,7 +268,9 @@ def train_gae(
     ei = torch.as_tensor(edge_index, dtype=torch.long)
     # the encoder propagates over a sparse CSR adjacency (one sparse matmul per layer, several
     # times faster on CPU than PyG's scatter over the edge list); the loss samples from edge_index
-    adj = to_torch_csr_tensor(ei, size=(n, n)) if ei.numel() else ei
+    with warnings.catch_warnings():  # "sparse CSR support is in beta state"
+        warnings.simplefilter("ignore", UserWarning)
+        adj = to_torch_csr_tensor(ei, size=(n, n)) if ei.numel() else ei
     model = GAE(make_encoder(x.shape[1], s.hidden, s.out_dim, s.layers, s.dropout))
     opt = torch.optim.Adam(model.parameters(), lr=s.lr, weight_decay=s.weight_decay)
     target = None
@@ -382,12 +385,14 @@ def cluster_chunks(
                                 position_field=settings.position_field)
     texts = [c.text for c in chunks]
     if embeddings is None:
+        # the embedding sees "title\ntext", what the corpus layer embeds by default
+        titled = [f"{c.title}\n{c.text}" if getattr(c, "title", "") else c.text for c in chunks]
         if embed_fn is None:
             from citegraph.tools.embeddings import embed
 
-            embeddings = embed(texts, settings.embedding)
+            embeddings = embed(titled, settings.embedding)
         else:
-            embeddings = embed_fn(texts)
+            embeddings = embed_fn(titled)
     t1 = time.perf_counter()
     x, finfo = node_features(texts, embeddings, dim=settings.dim, alpha=settings.alpha, beta=settings.beta,
                              tfidf_max_features=settings.tfidf_max_features, seed=settings.seed)
