@@ -22,11 +22,18 @@ from citegraph.errors import InputError, ModelError, NodeError
 _PASS_THROUGH = (InputError, ModelError, NodeError, GraphBubbleUp)
 
 
-def guard_node(name: str, fn: Callable) -> Callable:
-    """``fn`` with unexpected exceptions re-raised as NodeError (signature and hints kept for LangGraph)."""
+def guard_node(name: str, fn: Callable, context_cls: type | None = None) -> Callable:
+    """``fn`` with unexpected exceptions re-raised as NodeError (signature and hints kept for LangGraph).
+
+    With ``context_cls``, a node run with no Context (a plain ``invoke``, ``as_tool()``) or with
+    another graph's Context (this graph as a subgraph of a user's app) gets ``context_cls()``: the
+    method's defaults, never an ``AttributeError`` on a foreign object."""
 
     @functools.wraps(fn)
     def node(*args: Any, **kwargs: Any) -> Any:
+        runtime = kwargs.get("runtime")
+        if context_cls is not None and runtime is not None and not isinstance(runtime.context, context_cls):
+            kwargs["runtime"] = runtime.override(context=context_cls())
         try:
             return fn(*args, **kwargs)
         except _PASS_THROUGH:
@@ -38,12 +45,21 @@ def guard_node(name: str, fn: Callable) -> Callable:
 
 
 class MethodGraph(StateGraph):
-    """``StateGraph`` whose plain-function nodes are wrapped by :func:`guard_node` (compiled
-    subgraphs and other runnables are added as they are: their own nodes are guarded)."""
+    """``StateGraph`` whose plain-function nodes are wrapped by :func:`guard_node` with the graph's
+    Context class (compiled subgraphs and other runnables are added as they are: their own nodes are
+    guarded)."""
 
     def add_node(self, node: Any, action: Any = None, **kwargs: Any):  # type: ignore[override]
+        ctx = self.context_schema if isinstance(self.context_schema, type) else None
         if isinstance(node, str) and callable(action) and not isinstance(action, Runnable):
-            action = guard_node(node, action)
+            action = guard_node(node, action, ctx)
         elif not isinstance(node, str) and callable(node) and not isinstance(node, Runnable) and action is None:
-            node, action = getattr(node, "__name__", "node"), guard_node(getattr(node, "__name__", "node"), node)
+            name = getattr(node, "__name__", "node")
+            node, action = name, guard_node(name, node, ctx)
         return super().add_node(node, action, **kwargs)
+
+    def add_conditional_edges(self, source: str, path: Any, path_map: Any = None):  # type: ignore[override]
+        ctx = self.context_schema if isinstance(self.context_schema, type) else None
+        if callable(path) and not isinstance(path, Runnable):
+            path = guard_node(f"{source} (route)", path, ctx)
+        return super().add_conditional_edges(source, path, path_map)
