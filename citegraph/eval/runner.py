@@ -35,7 +35,7 @@ def answer_item(graph, item: Item, context, on_event: Callable[[dict], None] | N
     node finishes, and every custom-stream event the nodes emit (``citegraph.tools.progress``)."""
     tracker = UsageTracker()
     t0 = time.perf_counter()
-    inputs = {"question": item.question, "documents": item.documents}
+    inputs = {"question": item.question, "documents": item.documents, **item.inputs}
     config = {"callbacks": [tracker], "run_name": f"{graph.name}:{item.id}"}
     with tracker.active():
         if on_event is None:
