@@ -2,7 +2,7 @@
 
 Citation quality
 ----------------
-:func:`alce_citation_scores` reproduces ``compute_autoais(citation=True)`` of princeton-nlp/ALCE
+:func:`alce_citation_scores` follows ``compute_autoais(citation=True)`` of princeton-nlp/ALCE
 ``eval.py``:
 
 * a sentence's citations (at most ``at_most_citations``, default 3, ALCE's ``--at_most_citations``)
@@ -16,17 +16,14 @@ Citation quality
   citations (0 when none). An empty output has no sentences; ALCE skips such items when averaging
   (``empty: True`` in the result lets the caller do the same).
 
-Two deliberate differences from ALCE, each behind a flag that restores ALCE's behaviour:
-
-* ``cut_newline=False``: ALCE keeps only the output's first line (``output.strip().split("\\n")[0]``);
-  we score the whole output. ``cut_newline=True`` cuts like ALCE.
-* ``attach_trailing=True``: a citation written after the period (``"Paris is in France. [1]"``)
-  belongs to the sentence before it; ALCE's sentence splitter gives it to the next sentence.
-  ``attach_trailing=False`` reproduces ALCE.
-
-Sentences are split with our splitter (:func:`citegraph.tools.citations.parse_cited_text`), not
-NLTK's punkt (which needs a download); ``[1, 2]``-style groups count every id (ALCE's regex only
-sees the first).
+This is the default mode, with our documented deviations from ALCE (README, "Evaluate": a
+citation after the period belongs to the sentence before it (``attach_trailing``), the whole output
+is scored (``cut_newline=False``), our sentence splitter, ``[1, 2]``-style groups, de-duplicated
+ids, list markers dropped, fragments merged, ``Document [n]`` rewritten in the hypothesis).
+``--alce`` does not use it: :func:`alce_exact_citation_job` is ALCE's ``compute_autoais`` item by
+item, quirks included (punkt sentences, ``[n`` regex, ``[0]`` as the last document, duplicates
+counted, ``sent`` before ``text``, hypotheses as written), and :func:`alce_rouge_lsum` /
+:func:`alce_rouge_aggregate` its ROUGE-Lsum (punkt on lower-cased text, bootstrap median).
 
 :func:`raac_citation_f1` is RAAC's sentence-level citation F1 (Chen et al., "A Framework of
 Reflective Agents with Adaptive Collaboration for Attributed Summary Generation"): r_i = 1 when the
@@ -39,7 +36,8 @@ one more for the precision checks. :func:`run_jobs` batches the same rounds acro
 
 Correctness (ALCE): :func:`str_em` (ASQA), :func:`qampari_scores`, :func:`claims_recall` (ELI5,
 verifier with the citation-free output as premise) and :func:`rouge_lsum` (``rouge_score``,
-stemmed, lower-cased, one sentence per line, best over the references).
+stemmed, one sentence per line split on the original-case text, then lower-cased; best over the
+references).
 """
 
 from __future__ import annotations
