@@ -61,7 +61,7 @@ def test_eval_alce_format_default_and_alce_flags(tmp_path, capsys):
     assert res2["items"][1]["citation_rec"] == 50.0 and res2["items"][1]["citation_prec"] == 50.0
     assert res2["summary"]["citation_rec"] == 75.0
     assert res2["items"][1]["str_em"] == 0.0  # "cats" was on the cut line
-    assert res2["settings"] == {"cut_newline": True, "attach_trailing": False, "at_most_citations": 3}
+    assert res2["settings"] == {"cut_newline": True, "attach_trailing": False, "at_most_citations": 3, "alce": True}
 
 
 def test_eval_our_format_reports_cost(tmp_path, scripted):

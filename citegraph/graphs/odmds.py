@@ -8,7 +8,9 @@ cluster-topic call per cluster among the K (Send) → one reflection per chunk (
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
+
+from citegraph.graphs.base import MethodGraph
 
 from citegraph.nodes.odmds import (
     attribute, cluster_topic, fan_out_refine, fan_out_reflect, fan_out_topics, refine, reflect, retrieve, route,
@@ -19,7 +21,7 @@ from citegraph.state.odmds import ChunkTask, ClusterTask, OdmdsContext, OdmdsInp
 
 
 def build(checkpointer=None):
-    g = StateGraph(OdmdsState, context_schema=OdmdsContext, input_schema=OdmdsInput, output_schema=OutputState)
+    g = MethodGraph(OdmdsState, context_schema=OdmdsContext, input_schema=OdmdsInput, output_schema=OutputState)
     g.add_node("retrieve", retrieve)
     g.add_node("cluster_topic", cluster_topic, input_schema=ClusterTask)
     g.add_node("topics_done", topics_done)

@@ -12,6 +12,7 @@ class GraphEntry:
     module: str
     context: str  # "module:Class"
     summary: str
+    answer_input: str | None = None  # an input the method needs beside question/documents (an answer to attribute)
 
 
 GRAPHS: dict[str, GraphEntry] = {
@@ -28,7 +29,8 @@ GRAPHS: dict[str, GraphEntry] = {
     "genprog": GraphEntry("genprog", "citegraph.graphs.genprog", "citegraph.state.genprog:GenProgContext",
                           "GenerationPrograms: plan a program of text modules over S-ids, parse safely, execute, cite the leaves."),
     "genprog-posthoc": GraphEntry("genprog-posthoc", "citegraph.graphs.genprog_posthoc", "citegraph.state.genprog:GenProgPosthocContext",
-                                  "GenerationPrograms post-hoc: a program reconstructs each given answer sentence; its leaves are the attributions."),
+                                  "GenerationPrograms post-hoc: a program reconstructs each given answer sentence; its leaves are the attributions.",
+                                  answer_input="answer_text"),
     "odmds": GraphEntry("odmds", "citegraph.graphs.odmds", "citegraph.state.odmds:OdmdsContext",
                         "Graph-augmented ODMDS: hybrid retrieval from a corpus, chunk-graph (GAE) cluster re-rank, cluster topics, tiered refinement, cited summary."),
 }

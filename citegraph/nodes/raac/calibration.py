@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 from citegraph.state import AttributedAnswer
 from citegraph.nodes.raac.citation_agent import raac_verifier
 from citegraph.state.raac import CalibrationRecord, RaacContext, RaacState
+from citegraph.tools.progress import emit
 
 
 def citation_f1(answer: AttributedAnswer, verifier: str):
@@ -111,6 +112,8 @@ def assess(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
                 rec.next = "restrict"
                 rec.reason = f"F1 {best_f1:.3f} < tau {ctx.tau}: re-run on D_adp={d_adp} (citations of the {source})"
                 next_docs = d_adp
+    emit("raac_calibration", calibration_round=r, of=ctx.max_calibration_rounds, f1=rec.f1, decision=rec.decision,
+         next=rec.next, reason=rec.reason)
     return {**update, "calibrations": [*state.calibrations, rec], "next_documents": next_docs}
 
 
