@@ -11,7 +11,6 @@ from __future__ import annotations
 from langgraph.graph import END, START
 
 from citegraph.graphs.base import MethodGraph
-
 from citegraph.nodes.odmds import (
     attribute, cluster_topic, fan_out_refine, fan_out_reflect, fan_out_topics, refine, reflect, retrieve, route,
     summarize, topics_done,
