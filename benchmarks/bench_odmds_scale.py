@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import sys
@@ -71,6 +72,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     base = peak_rss_mib()
+    load_start = os.getloadavg()[0]
     t = time.perf_counter()
     x, edges = synthetic_graph(args.nodes, args.chunks_per_doc, args.citations, args.dim, args.topics, args.seed)
     build_s = time.perf_counter() - t
@@ -103,7 +105,8 @@ def main(argv=None) -> int:
         "peak_rss_mib_total": round(peak_rss_mib()),
         "dense_nxn_float32_gib": round(n * n * 4 / 2**30, 2),
         "loss_first": round(info["loss_first"], 4), "loss_last": round(info["loss_last"], 4),
-        "torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
+        "loadavg_1min_start": round(load_start, 1), "loadavg_1min_end": round(os.getloadavg()[0], 1),
+        "cpus": os.cpu_count(), "torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
     }
     print(f"| N | edges | d | epochs | threads | s/epoch (median) | {args.epochs} epochs (s) | {args.method} (s) "
           f"| clusters | noise | peak RSS (MiB) | dense N×N float32 (GiB) |")
@@ -111,6 +114,8 @@ def main(argv=None) -> int:
     print(f"| {n:,} | {res['undirected_edges']:,} | {args.dim} | {args.epochs} | {args.threads} | {res['epoch_s_median']} "
           f"| {res['train_s_total']} | {res['cluster_s']} | {res['clusters']} | {res['noise']} "
           f"| {res['peak_rss_mib_total']:,} | {res['dense_nxn_float32_gib']} |")
+    print(f"(load average {res['loadavg_1min_start']} at the start, {res['loadavg_1min_end']} at the end, "
+          f"on {res['cpus']} CPUs: other processes share the machine)")
     print(json.dumps(res))
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1))
