@@ -286,3 +286,23 @@ def test_missing_corpus_is_an_input_error(scripted):
     spec, _ = scripted(["x"])
     with pytest.raises(InputError, match="corpus"):
         build_graph("odmds").invoke({"question": "q"}, context=make_context("odmds", llm=spec))
+
+
+# --------------------------------------------------------------------------- benchmark data
+def test_odsum_story_corpus_and_gold_chapters():
+    import sys
+
+    from conftest import REPO, shared_path
+
+    root = shared_path("odsum_story")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from odsum_story import distinct_documents, load
+
+    docs, queries = load(root)
+    assert len(docs) == 1138 and len(queries) == 125          # 1,190 chapters less the 52 empty ones
+    ids = {d.id for d in docs}
+    assert all(q.gold <= ids and len(q.references) == 4 for q in queries)
+    q = queries[0]
+    assert {d.metadata["story"] for d in docs if d.id in q.gold} == {q.story}
+    assert len(q.gold) == sum(1 for d in docs if d.metadata["story"] == q.story)
+    assert distinct_documents(["a", "a", "b", "a", "c"], 2) == ["a", "b"]
