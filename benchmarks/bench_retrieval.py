@@ -48,12 +48,14 @@ def _torch_threads() -> None:
 
 def _progress(label: str):
     last = [0.0]
+    t0 = time.perf_counter()
 
     def cb(rep) -> None:
         now = time.perf_counter()
         if now - last[0] > 30:
             last[0] = now
-            print(f"  [{label}] {rep.docs_seen} docs, {rep.chunks_added} chunks added", flush=True)
+            print(f"  [{label}] {rep.docs_seen} docs, {rep.chunks_added} chunks added, {now - t0:.0f} s "
+                  f"({time.strftime('%H:%M:%S', time.gmtime())} UTC)", flush=True)
 
     return cb
 
@@ -100,15 +102,34 @@ def odsum_docs_and_queries():
     return docs, queries, qrels
 
 
-def doc_run(hits, k: int) -> dict[str, float]:
-    """Chunk hits -> document ranking: a document's score is its best chunk's (first occurrence)."""
+def doc_ranking(ranked: list[tuple[str, float]], k: int) -> dict[str, float]:
+    """Chunk ranking -> document ranking: a document takes its best chunk's place (chunk ids are
+    "{doc_id}#{order}"); scores are rank-preserving positive numbers."""
     out: dict[str, float] = {}
-    for h in hits:
-        if h.chunk.doc_id not in out:
-            out[h.chunk.doc_id] = float(len(hits) - h.rank + 1)  # rank-preserving, positive
-        if len(out) == k:
-            break
+    for cid, _ in ranked:
+        doc = cid.rsplit("#", 1)[0]
+        if doc not in out:
+            out[doc] = float(len(ranked) - len(out))
+            if len(out) == k:
+                break
     return out
+
+
+def sweep(c, queries: dict[str, str], configs, depth: int, k: int, cache: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """Each query's candidate lists (top ``depth`` of BM25 and of dense) fetched once, then ranked
+    (bm25 / dense) or fused (hybrid at each alpha, rrf) exactly as Corpus.search does, and rolled up
+    to documents. Cached in ``cache``."""
+    from citegraph.corpus.index import rank
+
+    cands = json.loads(cache.read_text()) if cache.exists() else {}
+    todo = [q for q in queries if q not in cands]
+    for i, qid in enumerate(todo, 1):
+        sp, de = c.candidates_for(queries[qid], depth)
+        cands[qid] = [sp, de]
+        if i % 50 == 0 or i == len(todo):
+            cache.write_text(json.dumps(cands))
+    return {label: {qid: doc_ranking(rank(cands[qid][0], cands[qid][1], mode, a), k) for qid in queries}
+            for label, mode, a in configs}
 
 
 def part_odsum(args) -> None:
@@ -123,21 +144,11 @@ def part_odsum(args) -> None:
     rep = build_index(docs, idx, chunk_tokens=256, on_progress=_progress("odsum"))
     print(f"index: {rep.summary()} ({time.perf_counter() - t0:.0f} s incl. load)")
     c = Corpus.open(idx)
-    # chunk hits are rolled up to chapters; fetch enough chunks that 10 distinct chapters appear
-    depth = 200
-    cache = OUT / "odsum_hits.json"
-    store = json.loads(cache.read_text()) if cache.exists() else {}
     alphas = [round(a * 0.1, 1) for a in range(11)]
     configs = [("bm25", "bm25", 0.0), ("dense", "dense", 1.0)] + [(f"hybrid a={a}", "hybrid", a) for a in alphas] \
         + [("rrf", "rrf", 0.5)]
-    for label, mode, a in configs:
-        if label in store:
-            continue
-        runs = {}
-        for qid, q in queries.items():
-            runs[qid] = doc_run(c.search(q, k=depth, mode=mode, alpha=a, candidates=depth), 10)
-        store[label] = runs
-        cache.write_text(json.dumps(store))
+    # chunk hits are rolled up to chapters: 200 candidates of each retriever leave >= 10 distinct chapters
+    store = sweep(c, queries, configs, depth=200, k=10, cache=OUT / "odsum_candidates.json")
     metrics = [f"precision@{k}" for k in (3, 8, 10)] + [f"recall@{k}" for k in (3, 8, 10)] + ["ndcg@10"]
     results = {label: _evaluate(qrels, store[label], metrics) for label, _, _ in configs}
     best = max((f"hybrid a={a}" for a in alphas), key=lambda l: results[l]["ndcg@10"] + results[l]["recall@10"])
@@ -156,7 +167,8 @@ def part_odsum(args) -> None:
         rows.append(row + [f"{100 * r['ndcg@10']:.2f}"])
     rows.append(["paper Table 2 hybrid (test split, GPT embeddings)"]
                 + [f"{x:.2f}" for k in (3, 8, 10) for x in PAPER_HYBRID[k]] + ["-"])
-    print("\nODSum-Story retrieval, 125 dev queries, 1,190-chapter corpus (chapter = document; chunk hits rolled up to chapters)")
+    print(f"\nODSum-Story retrieval, {len(queries)} dev queries; corpus: the {len(docs)} non-empty of ODSum's 1,190 chapters "
+          "(chapter = document; chunk hits rolled up to chapters)")
     print(_table(["retriever", "P@3", "R@3", "F1@3", "P@8", "R@8", "F1@8", "P@10", "R@10", "F1@10", "nDCG@10"], rows))
 
 
@@ -180,12 +192,13 @@ def part_squai(args) -> None:
     rep = build_index(docs, idx, chunk_tokens=256, on_progress=_progress("squai"))
     print(f"SQuAI: {len(docs)} documents (each question's context chunks), {len(queries)} questions; index: {rep.summary()}")
     c = Corpus.open(idx)
+    configs = [("bm25", "bm25", 0.0), ("dense", "dense", 1.0), ("hybrid a=0", "hybrid", 0.0),
+               ("hybrid a=0.35", "hybrid", 0.35), ("hybrid a=0.65", "hybrid", 0.65), ("hybrid a=1", "hybrid", 1.0),
+               ("rrf", "rrf", 0.5)]
+    store = sweep(c, queries, configs, depth=100, k=10, cache=OUT / "squai_candidates.json")
     rows = []
-    for label, mode, a in [("bm25", "bm25", 0.0), ("dense", "dense", 1.0), ("hybrid a=0", "hybrid", 0.0),
-                           ("hybrid a=0.35", "hybrid", 0.35), ("hybrid a=0.65", "hybrid", 0.65),
-                           ("hybrid a=1", "hybrid", 1.0), ("rrf", "rrf", 0.5)]:
-        run = {qid: doc_run(c.search(q, k=50, mode=mode, alpha=a, candidates=100), 10) for qid, q in queries.items()}
-        r = _evaluate(qrels, run, ["recall@5", "mrr@10"])
+    for label, _, _ in configs:
+        r = _evaluate(qrels, store[label], ["recall@5", "mrr@10"])
         rows.append([label, f"{100 * r['recall@5']:.2f}", f"{r['mrr@10']:.4f}"])
     print("\nSQuAI arxiv_deepeval_simple: each question's own context (one document per question)")
     print(_table(["retriever", "Recall@5", "MRR@10"], rows))
@@ -253,14 +266,18 @@ def part_scale(args) -> None:
     n = scale_corpus(corpus, args.scale_docs)
     idx = OUT / "scale_idx"
     print(f"scale corpus: {n} documents ({corpus})", flush=True)
-    t0 = time.perf_counter()
-    rep = build_index(corpus, idx, chunk_tokens=256, on_progress=_progress("scale"), batch_docs=512)
-    wall = time.perf_counter() - t0
     timing = OUT / "scale_build.json"
-    if rep.chunks_added:
-        timing.write_text(json.dumps({"seconds": wall, "summary": rep.summary(), "chunks": rep.total_chunks}))
-    built = json.loads(timing.read_text()) if timing.exists() else {"seconds": float("nan"), "summary": "?"}
-    print(f"this run: {rep.summary()}")
+    if args.measure_only:  # the index as it stands (e.g. a build stopped early); its build time comes from its log
+        rep = None
+        built = {"seconds": args.build_seconds or float("nan"), "summary": "build stopped early; time from its log"}
+    else:
+        t0 = time.perf_counter()
+        rep = build_index(corpus, idx, chunk_tokens=256, on_progress=_progress("scale"), batch_docs=512)
+        wall = time.perf_counter() - t0
+        if rep.chunks_added:
+            timing.write_text(json.dumps({"seconds": wall, "summary": rep.summary(), "chunks": rep.total_chunks}))
+        built = json.loads(timing.read_text()) if timing.exists() else {"seconds": float("nan"), "summary": "?"}
+        print(f"this run: {rep.summary()}")
     c = Corpus.open(idx)
     size_chroma, size_bm25 = _dir_size(idx / "chroma"), _dir_size(idx / "bm25")
     p50, p95, mean = latency(c, latency_queries())
@@ -268,7 +285,10 @@ def part_scale(args) -> None:
     print(_table(["chunks", "build s (first build)", "chunks/s", "Chroma MB", "bm25s MB", "hybrid top-10 p50 ms", "p95 ms", "mean ms"],
                  [[len(c), f"{built['seconds']:.0f}", f"{len(c) / built['seconds']:.0f}", f"{size_chroma / 1e6:.0f}",
                    f"{size_bm25 / 1e6:.0f}", f"{p50:.1f}", f"{p95:.1f}", f"{mean:.1f}"]]))
-    print(f"(first build: {built['summary']}; second run of the same build: {rep.seconds:.1f} s, no-op)")
+    if rep is not None:
+        print(f"(first build: {built['summary']}; this run: {rep.seconds:.1f} s)")
+    else:
+        print(f"({built['summary']})")
 
 
 def _free_port() -> int:
@@ -350,6 +370,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", choices=["odsum", "squai", "scale", "scale-server", "all"], default="all")
     ap.add_argument("--scale-docs", type=int, default=102_000, help="documents in the scale corpus")
+    ap.add_argument("--measure-only", action="store_true", help="scale: measure the index as it is, do not build")
+    ap.add_argument("--build-seconds", type=float, default=None, help="scale --measure-only: the build's wall time, from its log")
     args = ap.parse_args()
     _torch_threads()
     OUT.mkdir(parents=True, exist_ok=True)

@@ -44,9 +44,9 @@ def _retrieval_overrides(args) -> dict:
     """``--index`` and its retrieval settings as the Context's open-domain knobs."""
     if not args.index:
         return {}
-    from citegraph.corpus import Corpus
+    from citegraph.corpus import open_corpus
 
-    Corpus.open(args.index)  # a missing or unreadable index fails here with one line, before the model loads
+    open_corpus(args.index)  # a missing or unreadable index fails here with one line, before the model loads
     out: dict = {"corpus": args.index}
     for flag, knob_name in (("k", "top_k"), ("mode", "retrieval_mode"), ("alpha", "retrieval_alpha")):
         if getattr(args, flag) is not None:

@@ -100,40 +100,43 @@ class Chunker:
     def _count(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
-        enc = self.tok(list(texts), add_special_tokens=False, truncation=False)
+        enc = self.tok(list(texts), add_special_tokens=False, truncation=False, verbose=False)
         return [len(ids) for ids in enc["input_ids"]]
 
-    def _cut_long(self, text: str, start: int, end: int) -> list[tuple[int, int, int]]:
+    def _cut_long(self, text: str, start: int, end: int, budget: int) -> list[tuple[int, int, int]]:
         """A sentence over budget, cut at word-piece boundaries: (start, end, tokens) pieces."""
-        enc = self.tok(text[start:end], add_special_tokens=False, return_offsets_mapping=True, truncation=False)
+        enc = self.tok(text[start:end], add_special_tokens=False, return_offsets_mapping=True, truncation=False,
+                       verbose=False)
         offs = enc["offset_mapping"]
         pieces = []
-        for k in range(0, len(offs), self.budget):
-            window = offs[k: k + self.budget]
+        for k in range(0, len(offs), budget):
+            window = offs[k: k + budget]
             a = start + window[0][0]
-            b = start + (offs[k + self.budget][0] if k + self.budget < len(offs) else end - start)
+            b = start + (offs[k + budget][0] if k + budget < len(offs) else end - start)
             pieces.append((a, b, len(window)))
         return pieces
 
-    def spans(self, text: str) -> list[tuple[int, int]]:
-        """(start, end) character spans of the chunks of ``text``."""
+    def spans(self, text: str, reserve: int = 0) -> list[tuple[int, int]]:
+        """(start, end) character spans of the chunks of ``text``; ``reserve`` word pieces of each chunk's
+        budget are kept for text embedded with it (its title line)."""
+        budget = self.budget - reserve
         sents = sentence_spans(text, self.splitter)
         counts = self._count([text[a:b] for a, b in sents])
         units: list[tuple[int, int, int]] = []
         for (a, b), n in zip(sents, counts):
-            units.extend(self._cut_long(text, a, b) if n > self.budget else [(a, b, n)])
+            units.extend(self._cut_long(text, a, b, budget) if n > budget else [(a, b, n)])
         chunks: list[list[tuple[int, int, int]]] = []
         cur: list[tuple[int, int, int]] = []
         used = 0
         for u in units:
             # +1: joining two sentences may cost a word piece at most for the space between them
-            if cur and used + u[2] + 1 > self.budget:
+            if cur and used + u[2] + 1 > budget:
                 chunks.append(cur)
                 carry: list[tuple[int, int, int]] = []
                 if self.overlap:
                     t = 0
                     for prev in reversed(cur):
-                        if t + prev[2] > self.overlap or t + prev[2] + u[2] + 1 > self.budget:
+                        if t + prev[2] > self.overlap or t + prev[2] + u[2] + 1 > budget:
                             break
                         carry.insert(0, prev)
                         t += prev[2]
@@ -144,8 +147,16 @@ class Chunker:
             chunks.append(cur)
         return [(c[0][0], c[-1][1]) for c in chunks]
 
-    def chunk(self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None) -> list[Chunk]:
-        spans = self.spans(text)
+    def title_reserve(self, title: str) -> int:
+        """Word pieces a title line takes when it is embedded with each chunk (at most a quarter of the budget)."""
+        if not title:
+            return 0
+        n = len(self.tok(title, add_special_tokens=False, verbose=False)["input_ids"]) + 1
+        return min(n, self.budget // 4)
+
+    def chunk(self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None,
+              reserve: int = 0) -> list[Chunk]:
+        spans = self.spans(text, reserve)
         ids = [chunk_id(doc_id, i) for i in range(len(spans))]
         return [
             Chunk(id=ids[i], doc_id=doc_id, title=title, text=text[a:b], order=i, start=a, end=b,

@@ -299,6 +299,12 @@ class Corpus:
         # cosine space: distance = 1 - cosine similarity
         return {i: 1.0 - float(d) for i, d in zip(res["ids"][0], res["distances"][0])}
 
+    def candidates_for(self, query: str, n: int, *, sparse: bool = True, dense: bool = True) -> tuple[dict[str, float], dict[str, float]]:
+        """The raw candidate lists ``({chunk id: BM25 score}, {chunk id: cosine similarity})``, top ``n``
+        of each, before fusion (:func:`rank` fuses them; a benchmark sweeping alpha reuses them)."""
+        return (self._ensure_sparse().search(query, n) if sparse else {},
+                self._dense(query, n) if dense else {})
+
     def search(self, query: str, k: int = 10, mode: str = "hybrid", alpha: float = 0.5, *,
                candidates: int | None = None) -> list[Hit]:
         """The ``k`` best chunks for ``query``. ``mode``: bm25 | dense | hybrid | rrf. ``alpha`` is the
@@ -312,15 +318,9 @@ class Corpus:
         if k <= 0 or not query.strip():
             return []
         n = max(k, candidates or self.candidates)
-        sparse = self._ensure_sparse().search(query, k if mode == "bm25" else n) if mode != "dense" else {}
-        dense = self._dense(query, k if mode == "dense" else n) if mode != "bm25" else {}
-        if mode == "bm25":
-            ranked = sorted(sparse.items(), key=lambda kv: (-kv[1], kv[0]))
-        elif mode == "dense":
-            ranked = sorted(dense.items(), key=lambda kv: (-kv[1], kv[0]))
-        else:
-            ranked = fuse(sparse, dense, method=mode, alpha=float(alpha))
-        ranked = ranked[:k]
+        sparse, dense = self.candidates_for(query, k if mode in ("bm25", "dense") else n,
+                                            sparse=mode != "dense", dense=mode != "bm25")
+        ranked = rank(sparse, dense, mode, float(alpha))[:k]
         chunks = {c.id: c for c in self.get([i for i, _ in ranked])}
         return [Hit(chunk=chunks[i], score=s, dense_score=dense.get(i), sparse_score=sparse.get(i), rank=r)
                 for r, (i, s) in enumerate(((i, s) for i, s in ranked if i in chunks), 1)]
@@ -339,6 +339,15 @@ class Corpus:
 
 
 # ----------------------------------------------------------------------------------- helpers
+def rank(sparse: dict[str, float], dense: dict[str, float], mode: str = "hybrid", alpha: float = 0.5) -> list[tuple[str, float]]:
+    """(chunk id, score), best first: one retriever's own order (bm25, dense) or the fused one (hybrid, rrf)."""
+    if mode == "bm25":
+        return sorted(sparse.items(), key=lambda kv: (-kv[1], kv[0]))
+    if mode == "dense":
+        return sorted(dense.items(), key=lambda kv: (-kv[1], kv[0]))
+    return fuse(sparse, dense, method=mode, alpha=alpha)
+
+
 def _drop_collection(client, name: str) -> None:
     try:
         client.delete_collection(name)
@@ -437,16 +446,9 @@ def _chunker(settings: dict[str, Any]) -> Chunker:
 
 def _chunk_doc(d: SourceDoc, settings: dict[str, Any]) -> list[Chunk]:
     ch = _chunker(settings)
-    reserve = 0
-    if settings.get("title_in_index") and d.title:
-        reserve = min(len(ch.tok(d.title, add_special_tokens=False)["input_ids"]) + 1, ch.budget // 4)
-    if reserve:  # the title line is embedded with every chunk: the text gets the rest of the budget
-        ch.budget -= reserve
-        try:
-            return ch.chunk(d.id, d.title, d.text, d.metadata)
-        finally:
-            ch.budget += reserve
-    return ch.chunk(d.id, d.title, d.text, d.metadata)
+    # the title line is embedded with every chunk: the text gets the rest of the budget
+    reserve = ch.title_reserve(d.title) if settings.get("title_in_index") else 0
+    return ch.chunk(d.id, d.title, d.text, d.metadata, reserve=reserve)
 
 
 def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine], rep: IndexReport,
