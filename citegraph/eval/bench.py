@@ -196,7 +196,7 @@ def run_bench(
         raise InputError(f"--set {', '.join(unused)}: no selected method has such a setting")
     check_answer_field([base[m] for m in methods], answer_field)
     items = load_items(data, limit=limit)
-    from citegraph.eval.metrics import resolve_verifier
+    from citegraph.nodes.metrics import resolve_verifier
 
     resolve_verifier(verifier or "default")  # fail fast, before any generation
     out = Path(out_dir)

@@ -1,5 +1,8 @@
 """Quality metrics: ALCE citation recall/precision, RAAC sentence-level citation F1, correctness, ROUGE.
 
+The evaluator (``citegraph.eval.scoring``) reports them; RAAC's calibration gate and RERANK consult
+the same functions while they run, so they live here, below both (layers import only downward).
+
 Citation quality
 ----------------
 :func:`alce_citation_scores` follows ``compute_autoais(citation=True)`` of princeton-nlp/ALCE
