@@ -96,13 +96,13 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         results[mode] = {}
         for k in ks:
-            ranked = [[h.chunk.doc_id for h in corpus.search(q.question, k=factor * k, mode=mode, alpha=base.dense_weight)]
+            ranked = [[h.chunk.doc_id for h in corpus.search(q.question, k=factor * k, mode=mode, alpha=base.retrieval_alpha)]
                       for q in queries]
             results[mode][k] = prf(ranked, golds, k)
         timing[mode] = (time.perf_counter() - t) / (len(queries) * len(ks))
     results["no re-rank"] = results["hybrid"]  # the ablation's retrieval IS the hybrid top K
 
-    hybrid_hits = {k: [corpus.search(q.question, k=factor * k, mode="hybrid", alpha=base.dense_weight) for q in queries]
+    hybrid_hits = {k: [corpus.search(q.question, k=factor * k, mode="hybrid", alpha=base.retrieval_alpha) for q in queries]
                    for k in ks}
     graph_stats = {}
     for name, over in variants.items():

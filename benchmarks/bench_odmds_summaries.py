@@ -40,7 +40,7 @@ def pick(queries, n: int):
 def rouge2(output: str, references: list[str]) -> float:
     from rouge_score import rouge_scorer
 
-    from citegraph.eval.metrics import remove_citations
+    from citegraph.nodes.metrics import remove_citations
 
     sc = rouge_scorer.RougeScorer(["rouge2"], use_stemmer=True)
     hyp = remove_citations(output)
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="OdmdsContext knobs for every method")
     args = ap.parse_args(argv)
 
-    from citegraph.eval.metrics import raac_citation_f1, rouge_lsum
+    from citegraph.nodes.metrics import raac_citation_f1, rouge_lsum
     from citegraph.graphs.registry import build_graph, make_context
     from citegraph.state.answer import AttributedAnswer
     from citegraph.state.base import CliText
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
         for m in methods:
             if (m, q.id) in done:
                 continue
-            ctx = make_context("odmds", **{**knobs, "llm": args.llm, "k": args.k, "cache_dir": args.cache_dir,
+            ctx = make_context("odmds", **{**knobs, "llm": args.llm, "top_k": args.k, "cache_dir": args.cache_dir,
                                            **METHODS[m]})
             rec = run_one(graph, q.question, args.index, ctx)
             ans = AttributedAnswer.model_validate(rec["answer"])

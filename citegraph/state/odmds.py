@@ -14,7 +14,6 @@ from pydantic import BaseModel, Field
 from citegraph.state.answer import Document
 from citegraph.state.base import BaseContext, InputState, OutputState, knob
 
-RETRIEVAL_MODES = ("bm25", "dense", "hybrid", "rrf")
 CLUSTER_METHODS = ("dbscan", "hdbscan", "kmeans")
 GAE_LOSSES = ("negative_sampling", "frobenius")
 
@@ -23,14 +22,13 @@ GAE_LOSSES = ("negative_sampling", "frobenius")
 class OdmdsContext(BaseContext):
     """Knobs of graph-augmented ODMDS."""
 
-    corpus: str = knob("", "Corpus to retrieve from when the input names none: an index folder or chroma+http://host:port/collection. Empty and no input corpus: the input documents become an in-memory corpus.")
+    corpus: str = knob("", "Corpus to summarize from (odmds always retrieves): an index folder, chroma+http://HOST:PORT/COLLECTION or retriever:<name>; the input field `corpus` wins. Neither: the input documents become an in-memory corpus.")
     chunk_tokens: int = knob(256, "In-memory corpus from the input documents: tokens per chunk (the corpus layer's default).", ge=16)
     max_new_tokens: int = knob(400, "Maximum tokens of the final summary.", ge=1)
     # retrieval + re-rank (Sec. 3.1.3, App. C.3)
-    k: int = knob(20, "K: chunks given to the summarizer (the paper found 20 best on ODSum-Story; 3/8/10 in its retrieval table).", ge=1)
+    top_k: int = knob(20, "K: chunks given to the summarizer (the paper found 20 best on ODSum-Story; 3/8/10 in its retrieval table).", ge=1)
     candidate_factor: int = knob(10, "The candidate set is the top candidate_factor·K chunks of the first retrieval (the paper: 10K).", ge=1)
-    retrieval_mode: str = knob("hybrid", "First retrieval: bm25 | dense | hybrid (weighted min-max normalised scores) | rrf.", choices=RETRIEVAL_MODES)
-    dense_weight: float = knob(0.4, "Hybrid: weight of the dense score (the paper: BM25 0.6, embedding 0.4), each min-max normalised per query over the union of candidates.", ge=0.0, le=1.0)
+    retrieval_alpha: float = knob(0.4, "Hybrid: weight of the dense score (the paper: BM25 0.6, embedding 0.4), each min-max normalised per query over the union of candidates.", ge=0.0, le=1.0)
     rerank: bool = knob(True, "Cluster re-rank (Eq. 8-10). false = the 'no re-rank' ablation: top K of the first retrieval.")
     include_self: bool = knob(True, "Eq. 8: whether chunk i itself belongs to W_i (unstated). true: all members of a cluster get the same bonus, so the order inside a cluster is kept; false: the bonus comes from the other members only and can reorder a cluster.")
     # offline graph (Sec. 3.1.1-3.1.2, App. C.1-C.2)

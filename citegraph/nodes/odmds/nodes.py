@@ -42,18 +42,18 @@ def register_corpus(spec: str, corpus: Any) -> None:
 
 
 def open_corpus(spec: str, documents: Sequence[Document], chunk_tokens: int) -> Any:
-    """The corpus named by ``spec`` (opened once per process), or the documents as an in-memory one."""
+    """The corpus named by ``spec`` (a registered one, else the corpus layer's, opened once per
+    process), or the input documents as an in-memory corpus."""
+    from citegraph.corpus import Corpus
+    from citegraph.corpus import open_corpus as open_named
+
     if spec:
         with _lock:
-            if spec not in _corpora:
-                from citegraph.corpus import Corpus
-
-                _corpora[spec] = Corpus.open(spec)
-            return _corpora[spec]
+            if spec in _corpora:
+                return _corpora[spec]
+        return open_named(spec)
     if not documents:
         raise InputError("odmds needs a corpus (input field `corpus` or the `corpus` knob) or input documents")
-    from citegraph.corpus import Corpus
-
     return Corpus.from_documents(list(documents), chunk_tokens=chunk_tokens)
 
 
@@ -117,10 +117,11 @@ def retrieve(state: OdmdsState, runtime: Runtime[OdmdsContext]) -> dict:
     ctx = runtime.context
     spec = state.corpus or ctx.corpus
     corpus = open_corpus(spec, state.documents, ctx.chunk_tokens)
-    hits = corpus.search(state.question, k=ctx.k * ctx.candidate_factor, mode=ctx.retrieval_mode, alpha=ctx.dense_weight)
+    hits = corpus.search(state.question, k=ctx.top_k * ctx.candidate_factor, mode=ctx.retrieval_mode,
+                         alpha=ctx.retrieval_alpha)
     labels, stats = corpus_clusters(corpus, spec, graph_settings(ctx), ctx.cache_dir)
     cands = candidates_from_hits(hits, labels)
-    selected = select(cands, ctx.k, rerank=ctx.rerank, include_self=ctx.include_self)
+    selected = select(cands, ctx.top_k, rerank=ctx.rerank, include_self=ctx.include_self)
     return {"candidates": cands, "selected": selected, "graph_stats": stats,
             "topics": Overwrite([]), "reflections": Overwrite([]), "refinements": Overwrite([]),
             "routing": [], "prompt": "", "generation": "", "answer": None}
