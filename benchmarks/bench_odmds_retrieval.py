@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     for name, over in variants.items():
         ctx = OdmdsContext(**{**knobs, **over})
         t = time.perf_counter()
-        labels, stats = corpus_clusters(corpus, "", graph_settings(ctx), args.cache_dir, embed_fn=embed_fn)
+        labels, stats = corpus_clusters(corpus, graph_settings(ctx), args.cache_dir, embed_fn=embed_fn)
         graph_stats[name] = {k: v for k, v in stats.items() if k in (
             "nodes", "edges", "neighbour", "citation", "consecutive_doc", "d", "clusters", "noise",
             "largest_cluster", "train_s", "seconds", "from_cache", "key")}

@@ -161,6 +161,19 @@ def test_cache_is_reused_on_an_unchanged_corpus(tmp_path):
     assert len({first.key, changed.key, other.key}) == 3
 
 
+def test_corpus_clusters_are_computed_once_per_corpus_content(tmp_path):
+    from citegraph.nodes.odmds import corpus_clusters
+
+    chunks = _corpus_chunks()
+    s = GraphSettings(epochs=5, hidden=8, out_dim=4, method="kmeans", n_clusters=3, seed=123)
+    fn = lambda texts: np.random.default_rng(len(texts)).normal(size=(len(texts), 8))  # noqa: E731
+    labels, stats = corpus_clusters(CorpusDouble(chunks), s, str(tmp_path), embed_fn=fn)
+    assert stats["from_cache"] == "computed" and set(labels) == {c.id for c in chunks}
+    assert corpus_clusters(CorpusDouble(chunks), s, str(tmp_path), embed_fn=fn)[1]["from_cache"] == "memory"
+    chunks[4].text += " and a new sentence"
+    assert corpus_clusters(CorpusDouble(chunks), s, str(tmp_path), embed_fn=fn)[1]["from_cache"] == "computed"
+
+
 def test_tiny_corpus_has_no_clusters_instead_of_failing():
     res = cluster_chunks(_corpus_chunks()[:2], GraphSettings(), embed_fn=lambda t: np.ones((len(t), 4)))
     assert list(res.labels) == [-1, -1] and res.stats["clusters"] == 0

@@ -348,6 +348,11 @@ def content_hash(chunks: Iterable[Any]) -> str:
     return h.hexdigest()
 
 
+def cluster_key(chunks: Sequence[Any], settings: GraphSettings) -> str:
+    """The cache key: the corpus content hash and every setting that changes the assignment."""
+    return hashlib.sha256((content_hash(chunks) + settings.key()).encode()).hexdigest()[:24]
+
+
 @dataclass
 class ClusterResult:
     ids: list[str]
@@ -369,7 +374,7 @@ def cluster_chunks(
     With ``cache_dir`` the result is stored as ``<key>.npz`` + ``<key>.json``, key = sha256 of the
     corpus content hash and the settings; an unchanged corpus with the same settings loads it."""
     chunks = list(chunks)
-    key = hashlib.sha256((content_hash(chunks) + settings.key()).encode()).hexdigest()[:24]
+    key = cluster_key(chunks, settings)
     ids = [str(c.id) for c in chunks]
     if cache_dir is not None:
         npz, meta = Path(cache_dir) / f"{key}.npz", Path(cache_dir) / f"{key}.json"

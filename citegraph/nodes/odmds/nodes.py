@@ -24,12 +24,12 @@ from citegraph.state import Document
 from citegraph.state.odmds import (
     Candidate, ChunkNote, ChunkTask, ClusterTask, ClusterTopic, OdmdsContext, OdmdsState, Routing,
 )
-from citegraph.tools.graph_cluster import GraphSettings, cluster_chunks, cluster_rerank
+from citegraph.tools.graph_cluster import GraphSettings, cluster_chunks, cluster_key, cluster_rerank
 from citegraph.tools.models import chat_text, structured
 
 _lock = threading.Lock()
 _corpora: dict[str, Any] = {}
-_labels: dict[tuple[str, str], tuple[dict[str, int], dict[str, Any]]] = {}
+_labels: dict[str, tuple[dict[str, int], dict[str, Any]]] = {}
 
 
 # --------------------------------------------------------------------------- corpus + clusters
@@ -37,8 +37,6 @@ def register_corpus(spec: str, corpus: Any) -> None:
     """Make an opened corpus (anything with ``search()`` and ``chunks()``) available under ``spec``."""
     with _lock:
         _corpora[spec] = corpus
-        for key in [k for k in _labels if k[0] == spec]:
-            del _labels[key]
 
 
 def open_corpus(spec: str, documents: Sequence[Document], chunk_tokens: int) -> Any:
@@ -70,24 +68,24 @@ def graph_settings(ctx: OdmdsContext) -> GraphSettings:
     )
 
 
-def corpus_clusters(corpus: Any, spec: str, settings: GraphSettings, cache_dir: str,
-                    embed_fn=None) -> tuple[dict[str, int], dict[str, Any]]:
-    """chunk id → cluster label (−1 noise) for the whole corpus, computed offline once and cached
-    on disk by content hash + settings; a named corpus is also kept in memory for the process."""
+def corpus_clusters(corpus: Any, settings: GraphSettings, cache_dir: str, embed_fn=None) -> tuple[dict[str, int], dict[str, Any]]:
+    """chunk id → cluster label (−1 noise) for the whole corpus, computed offline once: cached on
+    disk (``cache_dir``) and in memory by the corpus content hash + the settings, so a changed
+    corpus (or setting) is clustered afresh and an unchanged one never is."""
     import os
 
-    key = (spec, settings.key())
-    if spec and key in _labels:
-        labels, stats = _labels[key]
-        return labels, {**stats, "from_cache": "memory"}
     chunks = list(corpus.chunks())
+    key = cluster_key(chunks, settings)
+    with _lock:
+        if key in _labels:
+            labels, stats = _labels[key]
+            return labels, {**stats, "from_cache": "memory"}
     res = cluster_chunks(chunks, settings, cache_dir=os.path.expanduser(cache_dir) if cache_dir else None,
                          embed_fn=embed_fn)
     stats = {**res.stats, "key": res.key, "from_cache": "disk" if res.from_cache else "computed"}
     labels = res.label_of()
-    if spec:
-        with _lock:
-            _labels[key] = (labels, stats)
+    with _lock:
+        _labels[key] = (labels, stats)
     return labels, stats
 
 
@@ -119,7 +117,7 @@ def retrieve(state: OdmdsState, runtime: Runtime[OdmdsContext]) -> dict:
     corpus = open_corpus(spec, state.documents, ctx.chunk_tokens)
     hits = corpus.search(state.question, k=ctx.top_k * ctx.candidate_factor, mode=ctx.retrieval_mode,
                          alpha=ctx.retrieval_alpha)
-    labels, stats = corpus_clusters(corpus, spec, graph_settings(ctx), ctx.cache_dir)
+    labels, stats = corpus_clusters(corpus, graph_settings(ctx), ctx.cache_dir)
     cands = candidates_from_hits(hits, labels)
     selected = select(cands, ctx.top_k, rerank=ctx.rerank, include_self=ctx.include_self)
     return {"candidates": cands, "selected": selected, "graph_stats": stats,
