@@ -48,15 +48,32 @@ def rouge2(output: str, references: list[str]) -> float:
 
 
 def run_one(graph, question: str, corpus: str, ctx) -> dict:
+    """One graph run with cost accounting; the record keeps the trace (clusters of the K chunks,
+    topics, routing, refined texts) read back from the run's checkpoint."""
+    import uuid
+
     from citegraph.tools.usage import UsageTracker
 
     tracker = UsageTracker()
+    cfg = {"callbacks": [tracker], "configurable": {"thread_id": uuid.uuid4().hex}}
     t0 = time.perf_counter()
     with tracker.active():
-        out = graph.invoke({"question": question, "corpus": corpus}, context=ctx, config={"callbacks": [tracker]})
+        out = graph.invoke({"question": question, "corpus": corpus}, context=ctx, config=cfg)
+    seconds = round(time.perf_counter() - t0, 1)
+    st = graph.get_state(cfg).values
     ans = out["answer"]
+    trace = {
+        "selected": [{"chunk": c.chunk_id, "cluster": c.cluster, "rank": c.rank, "score": round(c.score, 4),
+                      "rerank_score": None if c.rerank_score is None else round(c.rerank_score, 4)}
+                     for c in st.get("selected", [])],
+        "topics": [t.model_dump() for t in st.get("topics", [])],
+        "routing": [r.model_dump() for r in st.get("routing", [])],
+        "refinements": [{"index": n.index, "text": n.text[:600], "problems": n.problems} for n in st.get("refinements", [])],
+        "reflections": [n.model_dump() for n in st.get("reflections", [])],
+        "graph_stats": {k: v for k, v in st.get("graph_stats", {}).items() if k in ("key", "from_cache", "nodes", "clusters")},
+    }
     return {"answer": ans.model_dump(mode="json"), "output": ans.render(), "usage": tracker.totals(),
-            "seconds": round(time.perf_counter() - t0, 1)}
+            "seconds": seconds, "trace": trace}
 
 
 def main(argv=None) -> int:
@@ -92,7 +109,9 @@ def main(argv=None) -> int:
                 continue  # a line cut by a kill: that item runs again
             done[(rec["method"], rec["query_id"])] = rec
     knobs = {k: CliText(v) for k, _, v in (kv.partition("=") for kv in args.set)}
-    graph = build_graph("odmds")
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    graph = build_graph("odmds", checkpointer=InMemorySaver())
     methods = [m for m in args.methods.split(",") if m]
     for q in chosen:
         for m in methods:
