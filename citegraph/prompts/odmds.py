@@ -102,6 +102,7 @@ def summary_prompt(question: str, contexts: list[tuple[str, str]]) -> str:
     return (
         f"{docs}\n\nQuery: {question}\n\n"
         "Write a summary of the documents above that answers the query. Use only information from "
-        "the documents. After each sentence, cite the documents that support it as [1], [2], etc.; "
-        "cite only documents listed above. Write one paragraph of plain sentences.\nSummary:"
+        "the documents. End EVERY sentence with the numbers of the documents that support it in "
+        "square brackets, like this: \"First sentence of the summary [1]. Second sentence [2][3].\" "
+        "Cite only documents listed above. Write one paragraph of plain sentences.\nSummary:"
     )
