@@ -319,3 +319,24 @@ def test_odsum_story_corpus_and_gold_chapters():
     assert {d.metadata["story"] for d in docs if d.id in q.gold} == {q.story}
     assert len(q.gold) == sum(1 for d in docs if d.metadata["story"] == q.story)
     assert distinct_documents(["a", "a", "b", "a", "c"], 2) == ["a", "b"]
+
+
+def test_a_rewrite_not_grounded_in_its_chunk_falls_back_to_the_chunk(scripted):
+    from langgraph.runtime import Runtime
+
+    from citegraph.graphs.registry import make_context
+    from citegraph.nodes.odmds import refine
+    from citegraph.prompts.odmds import grounding
+    from citegraph.state.odmds import ChunkTask
+
+    chunk = "Strike commands the Aphrodite, a mail ship between Venus and Mars, with Ivy Hendricks as engineer."
+    assert grounding("Strike commands the Aphrodite between Venus and Mars.", chunk) == 1.0
+    assert grounding("The plot summary is not provided in the given text.", chunk) == 0.0
+    spec, _ = scripted(["The plot summary is not provided in the given text.",
+                        "Strike commands the mail ship Aphrodite; Ivy Hendricks is its engineer."])
+    ctx = make_context("odmds", llm=spec)
+    task = ChunkTask(question="What is the plot?", index=2, text=chunk, tier="medium")
+    bad = refine(task, Runtime(context=ctx))["refinements"][0]
+    assert bad.text == chunk and "not grounded" in bad.problems[0]
+    good = refine(task, Runtime(context=ctx))["refinements"][0]
+    assert good.text.startswith("Strike commands the mail ship") and good.problems == []

@@ -13,6 +13,8 @@ Each prompt puts the block several calls of one question share (the question) fi
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, Field, field_validator
 
 TOPIC_SYSTEM = ("You are a specialist in document processing and summarization who is good at finding the "
@@ -52,8 +54,9 @@ def reflect_prompt(question: str, text: str, topic: str, words: int) -> str:
     about = f"It belongs to a group of documents about: {topic}\n" if topic else ""
     return (
         f"Query: {question}\n\nDocument:\n{_clip(text, words)}\n\n{about}"
-        "How much of what the query asks does this document help answer? Rate it from 1 (nothing) to "
-        '10 (directly and fully).\nReply with JSON only: {"relevance": <1-10>}'
+        "How relevant is this document to the query? A document that holds part of the information "
+        "the query asks for is relevant, even if it does not answer all of it. Rate it from 1 "
+        '(unrelated) to 10 (highly relevant).\nReply with JSON only: {"relevance": <1-10>}'
     )
 
 
@@ -85,6 +88,17 @@ TIER_INSTRUCTIONS = {
     "low": ("This document is barely relevant. Cut it down to its core facts that could matter for the "
             "query, in one or two sentences, or rewrite it briefly to serve the query."),
 }
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def grounding(rewrite: str, source: str) -> float:
+    """Share of the rewrite's words (of 4+ letters) that occur in the source chunk: a rewrite that
+    talks ABOUT the chunk ("the text does not provide ...") instead of condensing it scores low."""
+    src = set(_WORD.findall(source.lower()))
+    words = [w for w in _WORD.findall(rewrite.lower()) if len(w) >= 4]
+    return sum(w in src for w in words) / len(words) if words else 0.0
 
 
 def refine_prompt(question: str, text: str, tier: str, topic: str, words: int) -> str:

@@ -63,6 +63,7 @@ class OdmdsContext(BaseContext):
     cluster_weight: float = knob(0.5, "Weight of its cluster's relevance (1-10) in the combined score; a chunk without a cluster (noise) uses its own relevance alone.", ge=0.0)
     high_tier: float = knob(7.0, "Combined score from which a chunk only gets minor edits (Fig. 10: 7-10).", ge=0.0, le=10.0)
     medium_tier: float = knob(4.0, "Combined score from which a chunk is refocused on the question (Fig. 10: 4-6); below it, cut to its core or rewritten (1-3).", ge=0.0, le=10.0)
+    min_grounding: float = knob(0.6, "A rewrite is kept only if at least this share of its words (4+ letters) occur in the chunk; otherwise the original chunk is used (unstated in the paper; a small model's rewrite of a partly relevant chunk often says what the chunk lacks instead of condensing it). 0 = keep every rewrite.", ge=0.0, le=1.0)
     prompt_chunk_words: int = knob(300, "Words of a chunk shown in the topic / reflection / refinement prompts (0 = all).")
     topic_chunk_words: int = knob(80, "Words of each chunk shown in the cluster-topic prompt (a cluster may hold many chunks).", ge=1)
     step_max_tokens: int = knob(200, "Maximum tokens of a topic, reflection or refinement reply.", ge=1)

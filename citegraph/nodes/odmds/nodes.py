@@ -18,7 +18,7 @@ from langgraph.types import Overwrite, Send
 from citegraph.errors import InputError
 from citegraph.nodes.common import answer_from_text
 from citegraph.prompts.odmds import (
-    ReflectReply, TopicReply, refine_prompt, reflect_prompt, summary_prompt, topic_prompt,
+    ReflectReply, TopicReply, grounding, refine_prompt, reflect_prompt, summary_prompt, topic_prompt,
 )
 from citegraph.state import Document
 from citegraph.state.odmds import (
@@ -226,7 +226,13 @@ def refine(task: ChunkTask, runtime: Runtime[OdmdsContext]) -> dict:
     ctx = runtime.context
     text = chat_text(ctx.llm, refine_prompt(task.question, task.text, task.tier, task.topic, ctx.prompt_chunk_words),
                      temperature=ctx.temperature, max_tokens=ctx.step_max_tokens).strip()
-    problems = [] if text else ["empty refinement; the original chunk is used"]
+    problems = []
+    if not text:
+        problems.append("empty refinement; the original chunk is used")
+    elif (g := grounding(text, task.text)) < ctx.min_grounding:
+        problems.append(f"rewrite not grounded in the chunk ({g:.2f} of its words occur there): {text[:200]!r}; "
+                        "the original chunk is used")
+        text = ""
     return {"refinements": [ChunkNote(index=task.index, text=text or task.text, problems=problems)]}
 
 
