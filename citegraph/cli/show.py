@@ -32,9 +32,11 @@ def cmd_show(args) -> int:
         raise InputError(f"--html must name an .html file, got {html}")
     if not html.parent.is_dir():
         raise InputError(f"--html: folder does not exist: {html.parent}")
-    if verifier is not None:
-        print(f"scoring citations with the {verifier!r} verifier (--verifier none skips)…", file=sys.stderr)
-    page = build_page(args.files, verifier=verifier, top=args.top, page_size=args.page_size)
+    def on_scoring(name: str, n: int) -> None:
+        print(f"{name}: scoring {n} citation pairs with the {verifier!r} verifier (--verifier none skips)",
+              file=sys.stderr)
+
+    page = build_page(args.files, verifier=verifier, top=args.top, page_size=args.page_size, on_scoring=on_scoring)
     html.write_text(render_page(page), encoding="utf-8")
     out = html
     print(f"wrote {out} ({len(page.rows)} question(s), {len(page.files)} file(s))")

@@ -6,8 +6,9 @@ item id (else by question) and reduces each answer to what a reader needs to ver
 * each answer sentence with its citations; a sentence without any is marked;
 * for each citation, the cited document split into sentences and the sentence(s) to highlight:
   the answer's own :class:`~citegraph.state.answer.Evidence` for that document when it has some,
-  else the ``top`` document sentences the verifier scores highest for the answer sentence (with
-  their scores);
+  else the document sentences the verifier scores highest for the answer sentence, with their
+  scores (at most ``top`` of those at or above the verifier's threshold; when none is, the single
+  best one, shown as weak);
 * whether the verifier supports the citation (the whole document as premise, the sentence as
   hypothesis, the verifier's own threshold) -- ``verifier=None`` skips all scoring;
 * the method, models and verifier from the records' provenance, cost counters, the citation metrics
@@ -27,7 +28,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from citegraph.errors import InputError
 from citegraph.eval.provenance import code_label
@@ -316,7 +317,7 @@ def _plan_citations(ans: AttributedAnswer, doc_sents: list[list[str]], use_verif
     return plans
 
 
-def _file_items(fv: FileView, parsed, verifier: Any, top: int) -> None:
+def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) -> None:
     item_scores = fv.item_scores
     use_verifier = verifier is not None
     all_pairs: list[tuple[str, str]] = []
@@ -337,6 +338,8 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int) -> None:
                     all_pairs.extend((s, hyp) for s in doc_sents[c - 1])
             slots.append((support_at, cand_at))
         work.append((key, rec, docs, ans, segs_sents, plans, slots))
+    if use_verifier and all_pairs and on_scoring is not None:
+        on_scoring(fv.name, len(all_pairs))
     scores = verifier.score(all_pairs) if use_verifier and all_pairs else []
     threshold = getattr(verifier, "threshold", 0.5) if use_verifier else None
     for key, rec, docs, ans, segs_sents, plans, slots in work:
@@ -350,7 +353,9 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int) -> None:
                 cv.supported = cv.support >= threshold
             if cand_at is not None:
                 n = len(segs_sents[c - 1][1])
-                cand = sorted(range(n), key=lambda i: -scores[cand_at + i])[:top]
+                ranked = sorted(range(n), key=lambda i: -scores[cand_at + i])
+                # the top sentences the verifier accepts; none accepted: the single best one (shown weak)
+                cand = [i for i in ranked[:top] if scores[cand_at + i] >= threshold] or ranked[:1]
                 cv.highlights = [Highlight(i, float(scores[cand_at + i])) for i in sorted(cand)]
                 cv.source = "verifier" if cand else "none"
             sentences[si].cites.append(cv)
@@ -390,9 +395,10 @@ def pair_rows(files: Sequence[FileView]) -> list[Row]:
 
 
 def build_page(paths: Sequence[str | Path], *, verifier: str | None = "default", top: int = 2,
-               page_size: int = 20) -> Page:
+               page_size: int = 20, on_scoring: Callable[[str, int], None] | None = None) -> Page:
     """The page model of one output file, or of two side by side. ``verifier=None``: no scoring
-    (citations show the answer's evidence only, support unknown)."""
+    (citations show the answer's evidence only, support unknown). ``on_scoring(file, n_pairs)`` is
+    called before a file's verifier pairs are scored (the CLI reports progress with it)."""
     if not paths:
         raise InputError("give at least one output file")
     if len(paths) > MAX_FILES:
@@ -401,15 +407,15 @@ def build_page(paths: Sequence[str | Path], *, verifier: str | None = "default",
         raise InputError("--page-size must be at least 1")
     if top < 1:
         raise InputError("--top must be at least 1")
+    read = [_read_file(i, Path(p)) for i, p in enumerate(paths)]  # every file is valid before any scoring
     v = None
     if verifier is not None:
         from citegraph.eval.metrics import resolve_verifier
 
         v = resolve_verifier(verifier)
     files = []
-    for i, p in enumerate(paths):
-        fv, parsed = _read_file(i, Path(p))
-        _file_items(fv, parsed, v, top)
+    for fv, parsed in read:
+        _file_items(fv, parsed, v, top, on_scoring)
         files.append(fv)
     return Page(files=files, rows=pair_rows(files), page_size=page_size, verifier=verifier,
                 threshold=getattr(v, "threshold", None) if v is not None else None, top=top)
