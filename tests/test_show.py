@@ -300,10 +300,15 @@ def test_alce_output_without_our_structure(tmp_path):
 
 
 # --------------------------------------------------------------------------- CLI
-def test_cli_writes_the_page(outputs, capsys):
+def test_cli_writes_the_page(outputs, capsys, monkeypatch):
+    import webbrowser
+
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", lambda url: opened.append(url))
     v, g = outputs
-    assert main(["show", str(v), "--verifier", VSPEC]) == 0
-    assert (v.parent / "vanilla.html").is_file()
+    assert main(["show", str(v), "--verifier", VSPEC, "--open"]) == 0
+    assert (v.parent / "vanilla.html").is_file() and opened == [(v.parent / "vanilla.html").resolve().as_uri()]
+    assert re.match(r"vanilla\.json: scoring \d+ citation pairs with the 'stub:show-kw' verifier", capsys.readouterr().err)
     assert main(["show", str(v), str(g), "--verifier", "none", "--page-size", "5"]) == 0
     page = (v.parent / "vanilla_vs_genprog.html").read_text()
     assert "var PAGE = 5;" in page and "vanilla.json vs genprog.json" in page
