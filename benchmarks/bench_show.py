@@ -3,7 +3,7 @@ Debian's chromium (Playwright) for an output file of N items.
 
 The output file is made without an LLM: one item of the bundled example is answered by a scripted
 model through ``run_dataset`` (the real record format: answer, usage, provenance), then copied N
-times with distinct ids and questions. Each copy keeps the example's 5 documents.
+times with distinct ids, questions and sentence texts (so the verifier's cache cannot answer a copy). Each copy keeps the example's 5 documents.
 
     python benchmarks/bench_show.py --items 500                     # no verifier (evidence only)
     python benchmarks/bench_show.py --items 50 --verifier default   # + the shipped verifier's scores
@@ -49,6 +49,9 @@ def make_output(n: int, folder: Path) -> Path:
         r = copy.deepcopy(data["data"][0])
         r["id"], r["question"] = f"q{i}", f"Question {i}: when was the Eiffel Tower built, and how tall is it?"
         r["citegraph"]["item_id"] = f"q{i}"
+        # distinct sentences per copy, so the verifier's cache does not answer the copies for free
+        for sent in r["citegraph"]["answer"]["sentences"]:
+            sent["text"] = f"{sent['text'].rstrip('.')} (item {i})."
         recs.append(r)
     out = folder / f"bench_{n}.json"
     out.write_text(json.dumps({"args": data["args"], "data": recs}))
@@ -99,8 +102,14 @@ def main() -> int:
         folder = Path(tmp)
         out = make_output(args.items, folder)
         verifier = None if args.verifier == "none" else args.verifier
+        pairs: list[int] = []
+        if verifier is not None:  # load the verifier first: its start-up is not the page's cost
+            from citegraph.eval.metrics import resolve_verifier
+
+            resolve_verifier(verifier).score([("The tower is tall.", "It is tall.")])
         t0 = time.perf_counter()
-        page = build_page([out], verifier=verifier, page_size=args.page_size)
+        page = build_page([out], verifier=verifier, page_size=args.page_size,
+                          on_scoring=lambda name, n: pairs.append(n))
         t_build = time.perf_counter() - t0
         t0 = time.perf_counter()
         html_text = render_page(page)
@@ -108,6 +117,8 @@ def main() -> int:
         html = folder / "bench.html"
         html.write_text(html_text, encoding="utf-8")
         print(f"items={args.items} verifier={args.verifier} page_size={args.page_size}")
+        if pairs:
+            print(f"verifier pairs scored: {sum(pairs)} ({sum(pairs) / t_build:.0f} pairs/s over the whole build)")
         print(f"build_page: {t_build:.2f} s   render_page: {t_render:.2f} s   html: {len(html_text.encode()) / 1e6:.2f} MB")
         chromium = shutil.which("chromium") or shutil.which("chromium-browser")
         if not chromium:
