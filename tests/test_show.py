@@ -444,3 +444,23 @@ def test_browser_pages_and_filters_500_items(tmp_path, scripted, browser):
     assert page.locator("#rows article.row").count() == 1
     assert page.locator("#count").inner_text() == "1 of 500 questions"
     assert errors == []
+
+
+def test_malformed_or_partial_traces_never_break_the_page():
+    from citegraph.eval.views import trace_view
+
+    partial = trace_view("raac", {"trace": {"method": "raac", "rounds": [{"round": 1, "scores": {"length": 2}}]}})
+    assert partial["kind"] == "raac" and partial["validations"] == [] and partial["rounds"][0]["total"] is None
+    assert trace_view("raac", {"trace": {"method": "raac", "rounds": "oops"}})["kind"] == "generic"
+    assert trace_view("genprog", {"trace": {"bullets": [{"sids": "S1"}]}})["kind"] == "generic"
+    assert trace_view("genprog", {"program": "- extract(S1)"})["kind"] == "genprog"
+    assert trace_view("vanilla", {}) is None
+    # and the page renders them (every column the template reads has its default)
+    from citegraph.eval.views import FileView, ItemView, Page, Row
+
+    it = ItemView(id="i", question="Q?", method="raac", sentences=[], docs=[], usage={}, metrics=None,
+                  trace=partial, warnings=[], code="", output_text="")
+    f = FileView(index=0, path="a.json", name="a.json", method="raac", llm=None, verifier=None, codes=[], n_items=1,
+                 cost={}, metrics=None, score_file=None, score_verifier=None, items=[it])
+    html = render_page(Page(files=[f], rows=[Row(0, "i", "Q?", [it])], page_size=20, verifier=None, threshold=None, top=2))
+    assert "RAAC trace: 1 TextAgent round(s), 0 validation(s)" in html and "The method returned no answer." in html

@@ -251,11 +251,40 @@ def trace_view(method: str, metadata: dict[str, Any]) -> dict[str, Any] | None:
             return {"kind": "generic", "data": metadata["raac"]}
         return None
     kind = trace.get("method") or method
-    if kind == "raac" and isinstance(trace.get("rounds"), list):
-        return {"kind": "raac", "aspects": RAAC_ASPECTS, **trace}
-    if kind in ("genprog", "genprog-posthoc") and isinstance(trace.get("bullets"), list):
-        return {"kind": "genprog", **trace}
+    if kind == "raac":
+        view = _rows(trace, {
+            "rounds": {"pass": 0, "round": None, "kind": "", "scores": {}, "total": None, "overruled": []},
+            "validations": {"pass": 0, "sentence": None, "cited": [], "kept": [], "dropped": []},
+            "discoveries": {"pass": 0, "sentence": None, "proposed": [], "kept": [], "verified": None},
+            "calibrations": {"pass": 0, "documents": [], "f1": None, "decision": "", "next": "", "reason": ""},
+        })
+        if view is not None and all(isinstance(r["scores"], dict) for r in view["rounds"]):
+            return {"kind": "raac", "aspects": RAAC_ASPECTS, "text_stop": str(trace.get("text_stop") or ""), **view}
+    if kind in ("genprog", "genprog-posthoc"):
+        view = _rows(trace, {"bullets": {"line": None, "program": "", "sids": [], "sentence": None, "repaired": False}})
+        if view is not None:
+            errors = trace.get("errors") if isinstance(trace.get("errors"), list) else []
+            return {"kind": "genprog", "program": str(trace.get("program") or ""), "errors": errors, **view}
     return {"kind": "generic", "data": trace}
+
+
+def _rows(trace: dict, tables: dict[str, dict[str, Any]]) -> dict[str, list[dict]] | None:
+    """Each table of a known trace as rows with every column the template reads (missing → its
+    default); None when the trace is not shaped that way (a table that is not a list of objects,
+    or a list column that is not a list), so it is shown as a plain key/value table instead."""
+    out: dict[str, list[dict]] = {}
+    for name, columns in tables.items():
+        rows = trace.get(name, [])
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            return None
+        table = []
+        for r in rows:
+            row = {k: r.get(k, d) for k, d in columns.items()}
+            if any(isinstance(d, list) and not isinstance(row[k], list) for k, d in columns.items()):
+                return None
+            table.append(row)
+        out[name] = table
+    return out
 
 
 def _read_file(index: int, path: Path) -> tuple[FileView, list[tuple[str, dict, list[Document], AttributedAnswer]]]:
