@@ -37,7 +37,8 @@ HOSTILE_TITLE = '<img src=x onerror="window.__pwned=1">Hostile'
 HOSTILE_TEXT = ("The tower was painted <b>red</b> in 2024. </script><script>window.__pwned=2</script> "
                 "Visitors <iframe src=\"javascript:window.__pwned=3\"></iframe> climbed it.")
 VANILLA = ("The Eiffel Tower was built from 1887 to 1889 [1]. It is 330 metres tall [2][4]. "
-           "It is a popular landmark. The tower was painted red in 2024 [6].")
+           "It is a popular landmark. The tower was painted red in 2024 [6]. "
+           "The tower was built in 1889 and is 330 metres tall [1][2].")
 
 
 @pytest.fixture(autouse=True)
@@ -113,16 +114,20 @@ def test_evidence_is_highlighted_when_the_answer_has_it(outputs):
 def test_without_evidence_the_verifier_picks_sentences_and_marks_support(outputs):
     page = build_page([outputs[0]], verifier=VSPEC)
     it = cell(page)
-    s1, s2, s3, s4 = it.sentences
+    s1, s2, s3, s4, s5 = it.sentences
     c = s1.cites[0]
-    assert c.source == "verifier" and c.supported is True
+    assert c.source == "verifier" and (c.supported, c.verdict) == (True, "alone")
     segs = dict((i, t) for t, i in it.docs[0].segments if i is not None)
     # only S2 holds every content word of "The Eiffel Tower was built from 1887 to 1889"
     assert [(segs[h.sentence], h.score) for h in c.highlights] == [(S2, 1.0)]
-    assert [(x.doc, x.supported) for x in s2.cites] == [(2, True), (4, False)]
+    # [4] is ALCE-irrelevant: [2] entails the sentence without it
+    assert [(x.doc, x.supported, x.verdict) for x in s2.cites] == [(2, True, "alone"), (4, False, "irrelevant")]
     # [4] supports nothing: its best sentence is still shown, with its score (0)
     assert len(s2.cites[1].highlights) == 1 and s2.cites[1].highlights[0].score == 0.0
     assert s3.uncited and not s3.cites
+    # needs both documents (the year from [1], the height from [2]): neither alone, both supported
+    assert [(x.doc, x.supported, x.verdict, x.support, x.others) for x in s5.cites] == [
+        (1, True, "joint", 0.0, [2]), (2, True, "joint", 0.0, [1])]
     assert page.threshold == 0.5
 
 
@@ -187,7 +192,7 @@ def test_row_index_json_cannot_close_its_script(tmp_path, scripted):
 def test_chip_classes_and_uncited_marks(outputs):
     html = render_page(build_page([outputs[0]], verifier=VSPEC))
     chips = re.findall(r'<button type="button" class="chip (\w+)" data-doc="(\d+)" data-hl="([^"]*)"', html)
-    assert [(k, d) for k, d, _ in chips] == [("ok", "1"), ("ok", "2"), ("bad", "4"), ("ok", "6")]
+    assert [(k, d) for k, d, _ in chips] == [("ok", "1"), ("ok", "2"), ("bad", "4"), ("ok", "6"), ("ok", "1"), ("ok", "2")]
     assert chips[0][2] == "1:1.00"                        # sentence index 1 (S2), verifier score
     assert html.count('class="sent uncited"') == 1 and "no citation</span>" in html
 
@@ -402,7 +407,8 @@ def test_browser_chip_click_highlights_the_evidence_and_hostile_text_stays_inert
     bad = vcell.locator("button.chip.bad")
     assert bad.count() == 1
     bad.hover()
-    assert "not supported by the verifier (0.00)" in vcell.locator(".note:not([hidden])").inner_text()
+    assert "not needed: [2] entails the sentence without it (this document alone: 0.00)" in vcell.locator(
+        ".note:not([hidden])").inner_text()
     assert vcell.locator(".doc:not([hidden]) h4").inner_text().startswith("[4]")
     assert vcell.locator(".doc:not([hidden]) .s.hl.weak .badge").all_inner_texts() == ["0.00"]
     # the hostile document: its chip shows the markup as text; nothing ran, loaded or popped up

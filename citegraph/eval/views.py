@@ -9,8 +9,11 @@ item id (else by question) and reduces each answer to what a reader needs to ver
   else the document sentences the verifier scores highest for the answer sentence, with their
   scores (at most ``top`` of those at or above the verifier's threshold; when none is, the single
   best one, shown as weak);
-* whether the verifier supports the citation (the whole document as premise, the sentence as
-  hypothesis, the verifier's own threshold) -- ``verifier=None`` skips all scoring;
+* whether the verifier supports the citation, by the evaluator's own ALCE semantics
+  (:func:`citegraph.eval.metrics.alce_citation_job`, every citation checked): the sentence's cited
+  documents together must entail it, and a citation is not supported either when they do not or when
+  the other citations entail the sentence without it (ALCE's "irrelevant"); the page also shows the
+  document's score alone -- ``verifier=None`` skips all scoring;
 * the method, models and verifier from the records' provenance, cost counters, the citation metrics
   of a ``<name>.score.json`` beside the file (``citegraph eval`` writes it), and the method's trace
   summary (``answer.metadata["trace"]``, written by the method's final node; a method this module
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from citegraph.errors import InputError
+from citegraph.eval.metrics import alce_citation_job, alce_doc, run_jobs
 from citegraph.eval.provenance import code_label
 from citegraph.eval.scoring import _documents, read_output_file, score_path, structured_answer
 from citegraph.state.answer import AttributedAnswer, Document
@@ -62,8 +66,12 @@ class CiteView:
     source: str  # "evidence" | "verifier" | "none"
     highlights: list[Highlight] = field(default_factory=list)
     unlocated: list[str] = field(default_factory=list)  # evidence text not found in the document
-    support: float | None = None  # verifier score of (document, sentence)
+    support: float | None = None  # verifier score of (this document alone, sentence)
     supported: bool | None = None
+    # why: "alone" (this document entails the sentence), "joint" (needed with the others), "unsupported"
+    # (the citations together do not entail it), "irrelevant" (the others entail it without this one)
+    verdict: str | None = None
+    others: list[int] = field(default_factory=list)  # the sentence's other citations
 
     @property
     def hl_attr(self) -> str:
@@ -361,7 +369,7 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
             support_at = cand_at = None
             if use_verifier:
                 support_at = len(all_pairs)
-                all_pairs.append((docs[c - 1].as_premise(), hyp))
+                all_pairs.append((alce_doc(docs[c - 1]), hyp))  # the evaluator's premise: cached for it
                 if need:
                     cand_at = len(all_pairs)
                     all_pairs.extend((s, hyp) for s in doc_sents[c - 1])
@@ -371,7 +379,15 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
         on_scoring(fv.name, len(all_pairs))
     scores = verifier.score(all_pairs) if use_verifier and all_pairs else []
     threshold = getattr(verifier, "threshold", 0.5) if use_verifier else None
-    for key, rec, docs, ans, segs_sents, plans, slots in work:
+    checks: list[Any] = [None] * len(work)
+    if use_verifier:  # ALCE's citation semantics, from the evaluator (all citations, not only 3)
+        checks = run_jobs(verifier, [alce_citation_job(w[3], w[2], at_most_citations=None) for w in work])
+    for (key, rec, docs, ans, segs_sents, plans, slots), check in zip(work, checks):
+        # the evaluator's units are the answer's non-empty sentences
+        units = [i for i, s in enumerate(ans.sentences) if s.text.strip()]
+        per_sentence = {}
+        if check is not None and len(check["sentences"]) == len(units):
+            per_sentence = dict(zip(units, check["sentences"]))
         cited = set(ans.cited_documents())
         sentences = [SentenceView(n=i + 1, text=s.text) for i, s in enumerate(ans.sentences)]
         for (si, c, hl, unlocated, need), (support_at, cand_at) in zip(plans, slots):
@@ -379,7 +395,18 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
                           highlights=[Highlight(i) for i in hl], unlocated=unlocated)
             if support_at is not None:
                 cv.support = float(scores[support_at])
-                cv.supported = cv.support >= threshold
+                cv.others = [x for x in ans.sentences[si].citations if x != c]
+                unit = per_sentence.get(si)
+                if unit is None:  # no ALCE unit for it: this document alone decides
+                    cv.supported = cv.support >= threshold
+                    cv.verdict = "alone" if cv.supported else "unsupported"
+                elif not unit["supported"]:
+                    cv.supported, cv.verdict = False, "unsupported"
+                elif c in unit["irrelevant"]:
+                    cv.supported, cv.verdict = False, "irrelevant"
+                else:
+                    cv.supported = True
+                    cv.verdict = "alone" if cv.support >= threshold or not cv.others else "joint"
             if cand_at is not None:
                 n = len(segs_sents[c - 1][1])
                 ranked = sorted(range(n), key=lambda i: -scores[cand_at + i])
