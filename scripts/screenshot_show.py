@@ -2,7 +2,7 @@
 
     python scripts/screenshot_show.py page.html docs/show.png [--click N] [--width 1280 --height 800]
 
-``--click N`` clicks the N-th citation chip (0-based) first, so the shot shows a highlighted
+``--click N`` (repeatable) clicks the N-th citation chip (0-based) first, so the shot shows a highlighted
 document; ``--open-traces`` expands the trace summaries.
 """
 
@@ -21,7 +21,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("html")
     ap.add_argument("png")
-    ap.add_argument("--click", type=int, default=None, help="click the N-th citation chip (0-based)")
+    ap.add_argument("--click", type=int, action="append", default=[],
+                    help="click the N-th citation chip (0-based; repeatable: one pinned chip per answer column)")
     ap.add_argument("--open-traces", action="store_true", help="expand the trace summaries")
     ap.add_argument("--width", type=int, default=1280)
     ap.add_argument("--height", type=int, default=800)
@@ -41,8 +42,9 @@ def main() -> int:
         page.goto(Path(args.html).resolve().as_uri())
         if args.open_traces:
             page.evaluate("() => document.querySelectorAll('#rows details.trace').forEach(d => d.open = true)")
-        if args.click is not None:
-            page.locator("#rows button.chip").nth(args.click).click()
+        for n in args.click:
+            page.locator("#rows button.chip").nth(n).click()
+        page.mouse.move(0, 0)  # no hover preview over the pinned chips
         if args.scroll:
             page.evaluate(f"() => window.scrollTo(0, {int(args.scroll)})")
         page.screenshot(path=args.png)
