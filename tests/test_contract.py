@@ -85,6 +85,10 @@ def test_extract_and_strip():
     ("As Documents [2] and [3] say, X is Y [2][3].", "As the documents say, X is Y."),
     ("Passage [4] says so. Docs [1, 2] agree.", "The passage says so. The documents agree."),
     ("The Document [2] era began.", "The document era began."),
+    # the noun already has its determiner: only the brackets go (it used to read "another the passage")
+    ("This is in another passage [2].", "This is in another passage."),
+    ("Our sources [1][2] agree.", "Our sources agree."),
+    ("A recent document [3] says so.", "A recent document says so."),
 ])
 def test_strip_keeps_a_named_document_readable(text, want):
     # "Document [1]" names the source: dropping only the bracket would leave "in Document, ..."
