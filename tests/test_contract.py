@@ -214,3 +214,18 @@ def test_command_line_values_are_read_by_the_knob_type():
     assert make_context(name, **own).verifier == "llm-judge:local"
     with pytest.raises(InputError, match="expected method:key=value"):
         parse_method("raac:k")
+
+
+@pytest.mark.parametrize("text,want", [
+    ("Dopamine levels rise.[6] [4]", "Dopamine levels rise."),      # a copied document's footnote marks
+    ("The answer is 42 [17].", "The answer is 42."),               # an id the model made up
+    ("Nothing supports this [-1].", "Nothing supports this."),     # ALCE would read [-1] as the last document
+    ("Intervals such as [a, b] stay.", "Intervals such as [a, b] stay."),
+])
+def test_sentence_text_holds_no_citation_marks(text, want):
+    from citegraph.state import AttributedAnswer, CitedSentence
+
+    s = CitedSentence(text=text, citations=[1])
+    assert s.text == want
+    ans = AttributedAnswer(question="q", documents=[Document(text="x")], sentences=[s])
+    assert extract_citations(ans.render()) == [1]  # the rendered output cites only what the answer cites

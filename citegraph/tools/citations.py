@@ -97,10 +97,15 @@ def _named(m: re.Match) -> str:
     return out.capitalize() if starts else out
 
 
+# a bracketed negative number ("[-1]") is no citation of ours, but ALCE's reader takes it for one
+_NEGATIVE_MARK = re.compile(r"\[\s*[-\u2212]\s*\d+\s*\]")
+
+
 def strip_citations(text: str) -> str:
     """Remove citation groups and tidy the whitespace they leave behind ("Document [2]" -> "the document")."""
     t = _NAMED.sub(_named, text)
     t = CITE_GROUP.sub("", t)
+    t = _NEGATIVE_MARK.sub("", t)
     t = re.sub(r"\s+([.,;:!?])", r"\1", t)
     return re.sub(r"\s{2,}", " ", t).strip()
 
