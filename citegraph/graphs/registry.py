@@ -29,6 +29,8 @@ GRAPHS: dict[str, GraphEntry] = {
                           "GenerationPrograms: plan a program of text modules over S-ids, parse safely, execute, cite the leaves."),
     "genprog-posthoc": GraphEntry("genprog-posthoc", "citegraph.graphs.genprog_posthoc", "citegraph.state.genprog:GenProgPosthocContext",
                                   "GenerationPrograms post-hoc: a program reconstructs each given answer sentence; its leaves are the attributions."),
+    "ginger": GraphEntry("ginger", "citegraph.graphs.ginger", "citegraph.state.ginger:GingerContext",
+                         "GINGER: verbatim nuggets per passage, facet clusters, pairwise-ranked, one cited sentence per cluster to a budget."),
 }
 
 
