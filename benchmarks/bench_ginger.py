@@ -134,18 +134,76 @@ def cmd_one(a) -> None:
     print(f"seconds: {dt:.1f}")
 
 
+def journal_scores(res: dict, out: Path, journal: Path, judge: str) -> dict[str, dict[str, float]]:
+    """V_strict/V/A per (method, item) with the item's gold claims as its vital nuggets (our assigner);
+    journalled, so a re-run only judges what is new. Returns method -> item id -> scores."""
+    from citegraph.eval.nuggets import evaluate_topic
+
+    done: dict[tuple[str, str], dict] = {}
+    if journal.exists():
+        for line in journal.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                done[(r["method"], r["id"])] = r["scores"]
+    for m, sc in res["scores"].items():
+        wanted = {it["id"] for it in sc["items"] if "id" in it}
+        records = json.loads((out / "raw" / f"{m}.json").read_text()).get("data", [])
+        for rec in records:
+            iid = str((rec.get("citegraph") or {}).get("item_id"))
+            if (m, iid) in done or (wanted and iid not in wanted):
+                continue
+            claims = [str(c) for c in rec.get("claims", [])]
+            r = evaluate_topic(rec.get("question", ""), rec.get("output", ""), nuggets=claims,
+                               importance=["vital"] * len(claims), judge=judge)
+            done[(m, iid)] = r.scores
+            with journal.open("a") as f:
+                f.write(json.dumps({"method": m, "id": iid, "judge": judge, "scores": r.scores,
+                                    "assignment": r.assignment, "problems": r.problems}) + "\n")
+            print(f"nuggets {m} {iid}: v_strict {r.scores['v_strict']:.2f}", file=sys.stderr, flush=True)
+    table: dict[str, dict[str, dict]] = {}
+    for (m, iid), scores in done.items():
+        table.setdefault(m, {})[iid] = scores
+    return table
+
+
+COLUMNS = [("claims_nli", "Claim recall", 1), ("v_strict", "V_strict (gold claims)", 1), ("citation_rec", "Cit. recall", 1),
+           ("citation_prec", "Cit. precision", 1), ("citation_f1", "Cit. F1", 1), ("length", "Words", 1),
+           ("llm_calls", "LLM calls", 2), ("tokens", "Tokens", 0), ("seconds", "s/question", 1)]
+
+
+def eli5_table(res: dict, nug: dict[str, dict[str, dict]]) -> str:
+    from citegraph.eval.scoring import bootstrap, summarize
+
+    lines = ["| method | N | " + " | ".join(h for _, h, _ in COLUMNS) + " |", "|---|---|" + "---|" * len(COLUMNS)]
+    for m, sc in res["scores"].items():
+        items = []
+        for it in sc["items"]:
+            it = dict(it)
+            v = nug.get(m, {}).get(str(it.get("id")))
+            it["v_strict"] = None if v is None else 100 * v["v_strict"]
+            items.append(it)
+        summ, ci = summarize(items), bootstrap(items)
+        cells = []
+        for k, _, d in COLUMNS:
+            v = summ.get(k)
+            cells.append("–" if v is None else (f"{v:.{d}f} [{ci[k][0]:.{d}f}, {ci[k][1]:.{d}f}]" if k in ci else f"{v:.{d}f}"))
+        lines.append(f"| {m} | {int(summ.get('n_items', 0))} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def cmd_eli5(a) -> None:
     from citegraph.eval.bench import run_bench
-    from citegraph.eval.nuggets import journal_scores, print_table
 
     out = Path(a.out)
     methods = a.methods.split(",") if a.methods else ELI5_METHODS
     res = run_bench(methods, a.data, out, limit=a.limit, llm=a.llm, verifier=a.verifier,
                     progress=lambda m, i, n: print(f"{m}: {i}/{n}", file=sys.stderr, flush=True))
-    # V_strict with the item's gold claims as vital nuggets (our assigner), journalled per (method, item)
-    rows = journal_scores(res, out / "nuggets.jsonl", judge=a.judge, claims_key="claims")
-    print(f"\nELI5, first {a.limit} items, top-5 documents, llm={a.llm}, verifier={a.verifier}, judge={a.judge}\n")
-    print_table(res, rows)
+    nug = journal_scores(res, out, out / "nuggets.jsonl", a.judge)
+    table = eli5_table(res, nug)
+    head = (f"ELI5 ({a.data}), first {a.limit} items, 5 documents each, llm={a.llm}, verifier={a.verifier}, "
+            f"nugget judge={a.judge}; mean [95% bootstrap interval]; V_strict: the 3 gold claims as vital nuggets")
+    (out / "ginger_table.md").write_text(head + "\n\n" + table + "\n")
+    print(head + "\n\n" + table)
 
 
 def main(argv=None) -> None:
