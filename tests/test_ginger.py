@@ -117,8 +117,10 @@ def test_fewer_than_four_nuggets_are_one_cluster_each(scripted, kw_verifier):
     assert len(ans.sentences) == 3
 
 
+@pytest.mark.slow
 def test_bertopic_runs_offline_on_given_embeddings(monkeypatch):
-    # BERTopic must use our embeddings: loading any sentence-transformers model would fail here
+    # BERTopic must use our embeddings: loading any sentence-transformers model would fail here.
+    # slow: UMAP's numba functions compile on a process's first call (~30 s idle, 2 min on a busy 2-core box)
     import numpy as np
     import sentence_transformers
 

@@ -289,6 +289,7 @@ def summarize(state: GingerState, runtime: Runtime[GingerContext]) -> dict:
         cites, scores, ok = verify_citations(sent, cands, state.documents, ctx)
         summaries.append(Summary(cluster=cid, rank=rank_pos, text=sent, candidates=cands, citations=cites,
                                  scores=scores, supported=ok))
+    state = state.model_copy(update={"budget": budget})
     return {"budget": budget, "summaries": summaries, "answer": build_answer(state, summaries, ctx)}
 
 
@@ -317,6 +318,13 @@ def build_answer(state: GingerState, summaries: list[Summary], ctx: GingerContex
             "order": list(state.order),
             "summaries": len(summaries),
             "rewrite": None if rewrite is None else {"accepted": rewrite.accepted, "reason": rewrite.reason},
+            "trace": {  # compact; the full trace is the graph state
+                "nuggets": [[n.passage, n.start, n.end, n.match, n.text] for n in state.nuggets],
+                "clusters": [[c.id, c.nuggets, c.score] for c in state.clusters],
+                "pairwise": [[p.a, p.b, p.p] for p in state.pair_scores],
+                "budget": [[b.cluster, b.action, b.words] for b in (state.budget or [])],
+                "citation_scores": [{str(k): v for k, v in s.scores.items()} for s in summaries],
+            },
         },
     )
 
