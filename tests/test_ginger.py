@@ -87,6 +87,14 @@ def test_detection_keeps_only_spans_of_their_passage_with_offsets(scripted, kw_v
     assert det[1].proposed == 3 and det[1].kept == 1
 
 
+def test_a_span_inside_another_is_one_nugget(scripted, kw_verifier):
+    # seen with the embedded model: the same fact as a sentence and as its tail
+    spans = {"Cats": ["purr comes from the larynx muscles", "A purr comes from the larynx muscles", "the larynx muscles"]}
+    _, st, _ = run(scripted, spans)
+    assert [n.text for n in st["nuggets"]] == ["A purr comes from the larynx muscles"]
+    assert len(st["detections"][0].rejected) == 2
+
+
 def test_fuzzy_match_keeps_the_passages_text(scripted, kw_verifier):
     spans = {"Cats": ["A purr comes from larynx muscles"]}  # the model dropped a word
     _, st, _ = run(scripted, spans)

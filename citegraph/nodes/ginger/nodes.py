@@ -118,12 +118,17 @@ def spans_to_nuggets(spans: list[str], passage: int, text: str, ctx: GingerConte
             continue
         start, end, how, score = hit
         found = text[start:end].strip()
-        if len(found.split()) < ctx.min_nugget_words or (start, end) in seen:
-            rejected.append(span)
+        if len(found.split()) < ctx.min_nugget_words or any(a <= start and end <= b for a, b in seen):
+            rejected.append(span)  # too short, or inside a span already kept
             continue
+        inner = [n for n in kept if start <= n.start and n.end <= end]  # a longer span replaces those inside it
+        for n in inner:
+            kept.remove(n)
+            seen.discard((n.start, n.end))
+            rejected.append(n.proposed)
         seen.add((start, end))
         kept.append(Nugget(passage=passage, text=found, start=start, end=end, match=how, score=score, proposed=span))
-    return kept, rejected
+    return sorted(kept, key=lambda n: n.start), rejected
 
 
 def detect(task: NuggetTask, runtime: Runtime[GingerContext]) -> dict:
