@@ -320,6 +320,8 @@ def build_answer(state: GingerState, summaries: list[Summary], ctx: GingerContex
             "clusters": len(state.clusters),
             "clustering": state.clustering_note,
             "ranker": state.ranking_note,
+            # Yes/No log-odds calls are prompt evaluations, not chat calls: the usage counters miss them
+            "pairwise_judgements": len(state.pair_scores),
             "order": list(state.order),
             "summaries": len(summaries),
             "rewrite": None if rewrite is None else {"accepted": rewrite.accepted, "reason": rewrite.reason},
