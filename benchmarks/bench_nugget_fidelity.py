@@ -47,11 +47,14 @@ def report(rows: list[dict], systems: list[str]) -> str:
     topics = sorted({r["qid"] for r in rows})
     # only topics with every system finished, so the system means are over the same topics
     complete = [q for q in topics if all(any(r["qid"] == q and r["system"] == s for r in rows) for s in systems)]
-    rows = [r for r in rows if r["qid"] in complete]
+    # per-nugget agreement over every judged response; system means only over complete topics
     ours = [a for r in rows for a in r["ours"]]
     gpt = [a for r in rows for a in r["gpt4o"]]
     ag = agreement(ours, gpt)
-    out = [f"{len(complete)} topic(s) with all {len(systems)} systems; {ag['n']} nugget labels",
+    n_resp = len(rows)
+    rows = [r for r in rows if r["qid"] in complete]
+    out = [f"agreement over {n_resp} judged system response(s) ({ag['n']} nugget labels); system V_strict over "
+           f"{len(complete)} topic(s) with all {len(systems)} systems",
            "", "| per-nugget agreement with GPT-4o | value |", "|---|---|",
            f"| accuracy | {ag['accuracy']:.3f} |", f"| Cohen's kappa | {ag['kappa']:.3f} |",
            f"| our labels (support/partial/not) | {'/'.join(str(Counter(ours)[l]) for l in ASSIGN_LABELS)} |",
@@ -81,6 +84,7 @@ def main(argv=None) -> None:
     p.add_argument("--topics", type=int, default=50, help="the first N topics of the file")
     p.add_argument("--judge", default="local", help="chat spec of our assigner")
     p.add_argument("--window", type=int, default=10)
+    p.add_argument("--mode", choices=["list", "yesno"], default="list", help="assignment mode (eval/nuggets.py)")
     p.add_argument("--journal", default="runs/nugget_fidelity/local.jsonl")
     p.add_argument("--minutes", type=float, default=0.0, help="stop starting new topics after this long (0 = no limit)")
     p.add_argument("--report-only", action="store_true")
@@ -95,21 +99,25 @@ def main(argv=None) -> None:
     done = load_journal(journal)
     t0 = time.perf_counter()
     if not a.report_only:
+        stop = False
         for k, t in enumerate(topics, 1):
-            if a.minutes and time.perf_counter() - t0 > a.minutes * 60:
-                print(f"time budget reached after {k - 1} topic(s) this run", file=sys.stderr)
-                break
             for s, sysd in t.systems.items():
                 if (t.qid, s) in done:
                     continue
+                if a.minutes and time.perf_counter() - t0 > a.minutes * 60:
+                    print(f"time budget reached at topic {k} ({t.qid}) {s}", file=sys.stderr)
+                    stop = True
+                    break
                 ts = time.perf_counter()
-                labels, problems = assign_nuggets(t.query, sysd.response, sysd.nuggets, a.judge, window=a.window)
-                row = {"qid": t.qid, "system": s, "judge": a.judge, "importance": sysd.importance, "ours": labels,
+                labels, problems = assign_nuggets(t.query, sysd.response, sysd.nuggets, a.judge, window=a.window, mode=a.mode)
+                row = {"qid": t.qid, "system": s, "judge": a.judge, "mode": a.mode, "importance": sysd.importance, "ours": labels,
                        "gpt4o": sysd.assignment, "problems": problems, "seconds": round(time.perf_counter() - ts, 1)}
                 with journal.open("a") as f:
                     f.write(json.dumps(row) + "\n")
                 done[(t.qid, s)] = row
                 print(f"topic {k}/{len(topics)} {t.qid} {s}: {row['seconds']} s", file=sys.stderr, flush=True)
+            if stop:
+                break
     rows = [r for r in done.values() if r["qid"] in {t.qid for t in topics}]
     secs = sum(r["seconds"] for r in rows)
     print(f"file {Path(a.file).name}, judge {a.judge}, journal {journal} ({len(rows)} system responses, "

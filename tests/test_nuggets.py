@@ -155,3 +155,21 @@ def test_cli_nuggets_flag_with_claims_and_given_nuggets(tmp_path, scripted, caps
     assert main(["eval", "--input", str(out), "--nuggets", str(given), "--judge", spec, "--output", str(tmp_path / "g.json")]) == 0
     res = json.loads((tmp_path / "g.json").read_text())
     assert res["items"][0]["nuggets"] == ["Birds sing"] and res["items"][0]["scores"]["v_strict"] == 0.0
+
+
+def test_yesno_mode_asks_per_nugget(scripted):
+    # fully captured → support; partly → partial_support; else not_support
+    def judge(text):
+        nugget = re.search(r"Nugget: (.*)\n", text).group(1)
+        full = "fully capture" in text
+        return {"alpha": 0.9, "beta": 0.2 if full else 0.8, "gamma": 0.1}[nugget]
+
+    spec, model = scripted([], judge=judge)
+    r = evaluate_topic("q?", "answer [1].", nuggets=["alpha", "beta", "gamma"], importance=["vital"] * 3,
+                       judge=spec, mode="yesno")
+    assert r.assignment == ["support", "partial_support", "not_support"]
+    assert r.scores["v"] == pytest.approx(0.5)
+    from citegraph.errors import InputError
+
+    with pytest.raises(InputError):
+        evaluate_topic("q?", "a", nuggets=["x"], importance=["vital"], judge=spec, mode="vote")

@@ -44,7 +44,7 @@ def cmd_nuggets(args) -> int:
     journal = out.with_suffix(".jsonl")
     res = evaluate_output_file(args.input, judge=args.judge, nuggets_file=args.nuggets or None,
                                claims_key=None if args.no_claims else "claims", window=args.window,
-                               max_nuggets=args.max_nuggets, journal=journal)
+                               max_nuggets=args.max_nuggets, journal=journal, mode=args.assign_mode)
     out.write_text(json.dumps(res, indent=1))
     console = Console()
     summ = res["summary"]
@@ -104,4 +104,6 @@ def register(subparsers) -> None:
     g.add_argument("--window", type=int, default=10, help="nuggets (and passages) per judge call (AutoNuggetizer: 10)")
     g.add_argument("--max-nuggets", type=int, default=30, help="nuggets kept when creating them (AutoNuggetizer: 30)")
     g.add_argument("--no-claims", action="store_true", help="do not use an item's 'claims' as its nuggets")
+    g.add_argument("--assign-mode", choices=["list", "yesno"], default="list",
+                   help="list: AutoNuggetizer's labelled lists (windows); yesno: per-nugget Yes/No log-odds (small judges)")
     p.set_defaults(func=cmd_eval)

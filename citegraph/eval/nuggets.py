@@ -142,8 +142,30 @@ def label_importance(query: str, nuggets: Sequence[str], judge: str = "local", *
     return out, problems
 
 
-def assign_nuggets(query: str, answer: str, nuggets: Sequence[str], judge: str = "local", *, window: int = 10) -> tuple[list[str], list[str]]:
-    """support / partial_support / not_support of each nugget in ``answer`` (pass it without citations)."""
+ASSIGN_MODES = ("list", "yesno")
+
+
+def assign_yesno(query: str, answer: str, nugget: str, judge: str, threshold: float = 0.5) -> str:
+    """One nugget by two Yes/No questions (P(Yes) from the judge's next-token distribution): fully
+    captured → support; else partly captured → partial_support; else not_support."""
+    from citegraph.tools.models import yes_probability
+
+    if yes_probability(judge, P.yesno_prompt(query, answer, nugget, partial=False), system=P.ASSIGN_SYSTEM) >= threshold:
+        return "support"
+    if yes_probability(judge, P.yesno_prompt(query, answer, nugget, partial=True), system=P.ASSIGN_SYSTEM) >= threshold:
+        return "partial_support"
+    return "not_support"
+
+
+def assign_nuggets(query: str, answer: str, nuggets: Sequence[str], judge: str = "local", *, window: int = 10,
+                   mode: str = "list") -> tuple[list[str], list[str]]:
+    """support / partial_support / not_support of each nugget in ``answer`` (pass it without citations).
+    ``list``: the protocol's labelled lists in windows of ``window``; ``yesno``: our per-nugget Yes/No
+    variant for small judges, which copy the label order of a list prompt (measured in README)."""
+    if mode not in ASSIGN_MODES:
+        raise InputError(f"unknown assignment mode {mode!r}; use one of {', '.join(ASSIGN_MODES)}")
+    if mode == "yesno":
+        return [assign_yesno(query, answer, n, judge) for n in nuggets], []
     out: list[str] = []
     problems: list[str] = []
     for _, win in _windows(nuggets, window):
@@ -170,7 +192,7 @@ class TopicResult:
 
 def evaluate_topic(query: str, answer: str, *, nuggets: Sequence[str] | None = None,
                    importance: Sequence[str] | None = None, passages: Sequence[str] | None = None,
-                   judge: str = "local", window: int = 10, max_nuggets: int = 30) -> TopicResult:
+                   judge: str = "local", window: int = 10, max_nuggets: int = 30, mode: str = "list") -> TopicResult:
     """Score one answer. Given nuggets skip creation; given importance skips labelling. Citation
     markers are removed from the answer before assignment (the judge does not see citations)."""
     from citegraph.tools.citations import strip_citations
@@ -190,7 +212,7 @@ def evaluate_topic(query: str, answer: str, *, nuggets: Sequence[str] | None = N
     importance = list(importance)
     if len(importance) != len(nuggets):
         raise InputError(f"{len(importance)} importance labels for {len(nuggets)} nuggets")
-    assignment, probs = assign_nuggets(query, strip_citations(answer or ""), nuggets, judge, window=window)
+    assignment, probs = assign_nuggets(query, strip_citations(answer or ""), nuggets, judge, window=window, mode=mode)
     problems += probs
     return TopicResult(query, nuggets, importance, assignment, topic_scores(importance, assignment), problems, created)
 
@@ -303,7 +325,7 @@ def agreement(ours: Sequence[str], theirs: Sequence[str]) -> dict[str, float]:
 # --------------------------------------------------------------------------- ALCE-style outputs (CLI)
 def evaluate_output_file(path: str | Path, *, judge: str = "local", nuggets_file: str | Path | None = None,
                          claims_key: str | None = None, window: int = 10, max_nuggets: int = 30,
-                         journal: str | Path | None = None, progress=None) -> dict[str, Any]:
+                         journal: str | Path | None = None, progress=None, mode: str = "list") -> dict[str, Any]:
     """Nugget scores of every item of a ``citegraph run`` / ``bench`` output file. Nuggets per item: from
     ``nuggets_file`` (by item id), else the item's ``claims_key`` list as vital nuggets (ELI5 ``claims``),
     else created from the item's documents. Finished items are journalled (re-running resumes)."""
@@ -332,7 +354,7 @@ def evaluate_output_file(path: str | Path, *, judge: str = "local", nuggets_file
             kw = {"nuggets": [str(c) for c in rec[claims_key]], "importance": ["vital"] * len(rec[claims_key])}
         else:
             kw = {"passages": [d.get("text", "") for d in rec.get("docs", [])]}
-        res = evaluate_topic(q, rec.get("output", ""), judge=judge, window=window, max_nuggets=max_nuggets, **kw)
+        res = evaluate_topic(q, rec.get("output", ""), judge=judge, window=window, max_nuggets=max_nuggets, mode=mode, **kw)
         row = {"id": rid, **res.as_dict()}
         rows.append(row)
         if jpath:

@@ -36,7 +36,7 @@ def importance_prompt(query: str, nuggets: list[str]) -> str:
         f"Label each of the {len(nuggets)} nuggets as vital or okay for the query. Vital nuggets are concepts "
         "that must be in a good answer; okay nuggets add worthwhile information but are not essential. Give one "
         "label per nugget, in the same order. "
-        'Reply with only a JSON object: {"labels": ["vital", "okay", ...]}'
+        'Reply with only a JSON object {"labels": [...]} whose list holds one label per nugget, each "vital" or "okay".'
     )
 
 
@@ -46,5 +46,13 @@ def assign_prompt(query: str, passage: str, nuggets: list[str]) -> str:
         f"Label each of the {len(nuggets)} nuggets by whether the passage captures it: support if the passage "
         "captures the nugget fully, partial_support if it captures it partly, not_support if not at all. Give one "
         "label per nugget, in the same order. "
-        'Reply with only a JSON object: {"labels": ["support", "partial_support", "not_support", ...]}'
+        'Reply with only a JSON object {"labels": [...]} whose list holds one label per nugget, each "support", '
+        '"partial_support" or "not_support".'
     )
+
+
+def yesno_prompt(query: str, passage: str, nugget: str, partial: bool) -> str:
+    """Per-nugget assignment as Yes/No questions (our addition for small judges; see eval/nuggets.py)."""
+    ask = ("Does the passage capture at least part of this nugget?" if partial
+           else "Does the passage fully capture this nugget?")
+    return f"Search Query: {query}\nPassage: {passage}\n\nNugget: {nugget}\n{ask} Answer Yes or No."
