@@ -64,6 +64,9 @@ def report(rows: list[dict], systems: list[str]) -> str:
     conf = Counter(zip(gpt, ours))
     for g in ASSIGN_LABELS:
         out.append(f"| {g} | " + " | ".join(str(conf[(g, o)]) for o in ASSIGN_LABELS) + " |")
+    if not complete:
+        out += ["", "No topic has all systems judged yet: no system V_strict or Kendall tau."]
+        return "\n".join(out)
     ms_ours, ms_gpt = [], []
     out += ["", "| system | V_strict (ours) | V_strict (GPT-4o) |", "|---|---|---|"]
     for s in systems:
