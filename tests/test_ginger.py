@@ -179,14 +179,46 @@ def test_pairwise_ranking_orders_the_summaries(scripted, kw_verifier):
     assert len(st["pair_scores"]) == 6  # every ordered pair of 3 clusters
 
 
-def test_size_ranker_puts_the_largest_cluster_first(scripted, kw_verifier):
-    spans = {"Cats": ["Cats purr when they are content", "Cats also purr when hurt"],
-             "Birds": ["Birds sing at dawn to claim territory"]}
-    _, st, _ = run(scripted, spans, ranker="size", min_nuggets_to_cluster=10)
-    assert st["order"] == [0, 1, 2]  # all size 1 here: ties keep detection order
+def rank_state(sizes_texts):
+    from citegraph.state.ginger import Cluster, GingerState, Nugget
+
+    nuggets, clusters = [], []
+    for cid, texts in enumerate(sizes_texts):
+        idx = []
+        for t in texts:
+            idx.append(len(nuggets))
+            nuggets.append(Nugget(passage=1, text=t, start=0, end=len(t)))
+        clusters.append(Cluster(id=cid, nuggets=idx))
+    return GingerState(question="Why do birds sing?", documents=DOCS, nuggets=nuggets, clusters=clusters)
+
+
+def test_size_and_bm25_rankers_order_the_clusters():
+    from langgraph.runtime import Runtime
+
+    from citegraph.nodes.ginger.nodes import rank
+
+    st = rank_state([["cats purr a lot"], ["dogs bark loudly", "dogs bark at night", "dogs bark often"],
+                     ["birds sing at dawn", "birds sing in spring"]])
+    out = rank(st, Runtime(context=make_context("ginger", ranker="size")))
+    assert out["order"] == [1, 2, 0]  # the released code's effective order: largest first
+    out = rank(st, Runtime(context=make_context("ginger", ranker="bm25")))
+    assert out["order"][0] == 2  # the question is about birds
     from citegraph.tools.ranking import sym_sum
 
     assert sym_sum(2, {(0, 1): 0.8, (1, 0): 0.3}) == pytest.approx([1.5, 0.5])
+
+
+def test_pairwise_cap_compares_the_largest_and_appends_the_rest(scripted):
+    from langgraph.runtime import Runtime
+
+    from citegraph.nodes.ginger.nodes import rank
+
+    spec, model = scripted([], judge=pref_birds)
+    st = rank_state([["cats purr a lot"], ["dogs bark loudly", "dogs bark at night", "dogs bark often"],
+                     ["Birds sing at dawn", "Birds sing in spring"]])
+    out = rank(st, Runtime(context=make_context("ginger", llm=spec, max_pairwise_clusters=2)))
+    assert len(out["pair_scores"]) == 2 and out["order"] == [2, 1, 0]
+    assert "compared the 2 largest of 3" in out["ranking_note"]
 
 
 def test_bm25_ranker_uses_the_question():
