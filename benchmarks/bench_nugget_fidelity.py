@@ -112,8 +112,11 @@ def main(argv=None) -> None:
                     stop = True
                     break
                 ts = time.perf_counter()
-                labels, problems = assign_nuggets(t.query, sysd.response, sysd.nuggets, a.judge, window=a.window, mode=a.mode)
-                row = {"qid": t.qid, "system": s, "judge": a.judge, "mode": a.mode, "importance": sysd.importance, "ours": labels,
+                p_yes: list = []
+                labels, problems = assign_nuggets(t.query, sysd.response, sysd.nuggets, a.judge, window=a.window,
+                                                  mode=a.mode, p_yes=p_yes)
+                row = {"qid": t.qid, "system": s, "judge": a.judge, "mode": a.mode, "p_yes": p_yes,
+                       "importance": sysd.importance, "ours": labels,
                        "gpt4o": sysd.assignment, "problems": problems, "seconds": round(time.perf_counter() - ts, 1)}
                 with journal.open("a") as f:
                     f.write(json.dumps(row) + "\n")

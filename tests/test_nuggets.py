@@ -169,6 +169,11 @@ def test_yesno_mode_asks_per_nugget(scripted):
                        judge=spec, mode="yesno")
     assert r.assignment == ["support", "partial_support", "not_support"]
     assert r.scores["v"] == pytest.approx(0.5)
+    from citegraph.eval.nuggets import assign_nuggets
+
+    probs: list = []
+    assign_nuggets("q?", "answer", ["alpha", "beta", "gamma"], spec, mode="yesno", p_yes=probs)
+    assert probs == [[0.9], [0.2, 0.8], [0.1, 0.1]]  # kept for fitting thresholds on labelled data
     from citegraph.errors import InputError
 
     with pytest.raises(InputError):

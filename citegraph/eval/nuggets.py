@@ -145,27 +145,32 @@ def label_importance(query: str, nuggets: Sequence[str], judge: str = "local", *
 ASSIGN_MODES = ("list", "yesno")
 
 
-def assign_yesno(query: str, answer: str, nugget: str, judge: str, threshold: float = 0.5) -> str:
+def assign_yesno(query: str, answer: str, nugget: str, judge: str, threshold: float = 0.5) -> tuple[str, list[float]]:
     """One nugget by two Yes/No questions (P(Yes) from the judge's next-token distribution): fully
-    captured → support; else partly captured → partial_support; else not_support."""
+    captured → support; else partly captured → partial_support; else not_support. Returns the label
+    and the probabilities asked (kept so thresholds can be fitted on labelled data)."""
     from citegraph.tools.models import yes_probability
 
-    if yes_probability(judge, P.yesno_prompt(query, answer, nugget, partial=False), system=P.ASSIGN_SYSTEM) >= threshold:
-        return "support"
-    if yes_probability(judge, P.yesno_prompt(query, answer, nugget, partial=True), system=P.ASSIGN_SYSTEM) >= threshold:
-        return "partial_support"
-    return "not_support"
+    full = yes_probability(judge, P.yesno_prompt(query, answer, nugget, partial=False), system=P.ASSIGN_SYSTEM)
+    if full >= threshold:
+        return "support", [full]
+    part = yes_probability(judge, P.yesno_prompt(query, answer, nugget, partial=True), system=P.ASSIGN_SYSTEM)
+    return ("partial_support" if part >= threshold else "not_support"), [full, part]
 
 
 def assign_nuggets(query: str, answer: str, nuggets: Sequence[str], judge: str = "local", *, window: int = 10,
-                   mode: str = "list") -> tuple[list[str], list[str]]:
+                   mode: str = "list", p_yes: list | None = None) -> tuple[list[str], list[str]]:
     """support / partial_support / not_support of each nugget in ``answer`` (pass it without citations).
     ``list``: the protocol's labelled lists in windows of ``window``; ``yesno``: our per-nugget Yes/No
-    variant for small judges, which copy the label order of a list prompt (measured in README)."""
+    variant for small judges, which copy the label order of a list prompt (measured in README); its
+    P(Yes) per nugget ([full] or [full, partial]) are appended to ``p_yes`` when given."""
     if mode not in ASSIGN_MODES:
         raise InputError(f"unknown assignment mode {mode!r}; use one of {', '.join(ASSIGN_MODES)}")
     if mode == "yesno":
-        return [assign_yesno(query, answer, n, judge) for n in nuggets], []
+        res = [assign_yesno(query, answer, n, judge) for n in nuggets]
+        if p_yes is not None:
+            p_yes.extend([round(p, 4) for p in ps] for _, ps in res)
+        return [lab for lab, _ in res], []
     out: list[str] = []
     problems: list[str] = []
     for _, win in _windows(nuggets, window):
