@@ -44,6 +44,8 @@ def run_all() -> dict:
         # records are in the checkpoint too
         if "**YOUR TASK**" in messages[-1].content:
             return "- fusion(paraphrase(S1), S2)"
+        if "Find the information nuggets" in messages[-1].content:  # GINGER's detection
+            return '{"nuggets": ["Alpha was founded in 1901 by Ann"]}'
         return "Alpha was founded in 1901 by Ann [1]."
 
     register_chat_model("fake:ckpt", ScriptedChatModel(script=reply))

@@ -50,6 +50,17 @@ def write_dataset(path: Path, n: int) -> Path:
                 "--answer-field", "output"], "--answer-field: none of vanilla reads an answer"),
     (lambda t: ["bench", "--methods", "vanilla,genprog-posthoc", "--data", str(write_dataset(t / "ok6.json", 2)),
                 "--out", str(t / "b")], "genprog-posthoc attributes an existing answer"),
+    # encodings, outputs and verifiers: one line before any work, never a traceback (issue #22, item 6)
+    (lambda t: ["run", "vanilla", "-i", str(_wb(t / "u16.json", json.dumps([{"question": "q", "docs": [{"text": "x"}]}]).encode("utf-16"))),
+                "-o", str(t / "o.json")], "the file is UTF-16; save it as UTF-8"),
+    (lambda t: ["run", "vanilla", "-i", str(_wb(t / "l1.json", '[{"question": "q", "docs": [{"text": "Fa\xe7t"}]}]'.encode("latin-1"))),
+                "-o", str(t / "o.json")], "not UTF-8 text (byte 40: 0xe7)"),
+    (lambda t: ["ask", "vanilla", "-q", "q", "--docs", str(_wb(t / "d16.jsonl", b'\xff\xfe{"text": "x"}'))], "the file is UTF-16"),
+    (lambda t: ["run", "vanilla", "-i", str(write_dataset(t / "ok7.json", 1)), "-o", str(t)], "--output is a directory"),
+    (lambda t: ["run", "vanilla", "-i", str(write_dataset(t / "ok8.json", 1)), "-o", "/proc/citegraph-no/o.json"],
+     "cannot create the output's folder /proc/citegraph-no"),
+    (lambda t: ["run", "rerank", "-i", str(write_dataset(t / "ok9.json", 1)), "-o", str(t / "o9.json"), "--verifier", "bogus"],
+     "unknown verifier spec 'bogus'"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, capsys, argv_maker, needle):
     code = main(argv_maker(tmp_path))
@@ -60,6 +71,11 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, argv_maker, needle):
 
 def _w(p: Path, text: str) -> Path:
     p.write_text(text)
+    return p
+
+
+def _wb(p: Path, data: bytes) -> Path:
+    p.write_bytes(data)
     return p
 
 

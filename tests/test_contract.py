@@ -85,6 +85,10 @@ def test_extract_and_strip():
     ("As Documents [2] and [3] say, X is Y [2][3].", "As the documents say, X is Y."),
     ("Passage [4] says so. Docs [1, 2] agree.", "The passage says so. The documents agree."),
     ("The Document [2] era began.", "The document era began."),
+    # the noun already has its determiner: only the brackets go (it used to read "another the passage")
+    ("This is in another passage [2].", "This is in another passage."),
+    ("Our sources [1][2] agree.", "Our sources agree."),
+    ("A recent document [3] says so.", "A recent document says so."),
 ])
 def test_strip_keeps_a_named_document_readable(text, want):
     # "Document [1]" names the source: dropping only the bracket would leave "in Document, ..."
@@ -210,3 +214,18 @@ def test_command_line_values_are_read_by_the_knob_type():
     assert make_context(name, **own).verifier == "llm-judge:local"
     with pytest.raises(InputError, match="expected method:key=value"):
         parse_method("raac:k")
+
+
+@pytest.mark.parametrize("text,want", [
+    ("Dopamine levels rise.[6] [4]", "Dopamine levels rise."),      # a copied document's footnote marks
+    ("The answer is 42 [17].", "The answer is 42."),               # an id the model made up
+    ("Nothing supports this [-1].", "Nothing supports this."),     # ALCE would read [-1] as the last document
+    ("Intervals such as [a, b] stay.", "Intervals such as [a, b] stay."),
+])
+def test_sentence_text_holds_no_citation_marks(text, want):
+    from citegraph.state import AttributedAnswer, CitedSentence
+
+    s = CitedSentence(text=text, citations=[1])
+    assert s.text == want
+    ans = AttributedAnswer(question="q", documents=[Document(text="x")], sentences=[s])
+    assert extract_citations(ans.render()) == [1]  # the rendered output cites only what the answer cites

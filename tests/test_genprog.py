@@ -400,3 +400,17 @@ def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):
     assert B.main(["--data", str(data), "--llm", spec, "--limit", "3", "--output", str(cut_out), "--max-source-sentences", "5"]) == 0
     assert json.loads(all_out.read_text())["recall_ceiling"] == 100.0
     assert json.loads(cut_out.read_text())["recall_ceiling"] < 100.0
+
+
+def test_answer_carries_a_compact_trace_summary(scripted):
+    # each bullet's parsed call, S-ids and the answer sentence it became (None: empty output dropped)
+    program = "- fusion(S1, S3)\n- paraphrase(S4)\n- compression(S2)"
+    ans, _ = run(scripted, router(program, {"Fuse": "Alpha is old and Beta is a river.", "Paraphrase": "",
+                                            "Compress": "Alpha is in Paris."}))
+    tr = ans.metadata["trace"]
+    assert tr["method"] == "genprog" and tr["program"] == program
+    assert [(b["program"], b["sids"]) for b in tr["bullets"]] == [
+        ("fusion(S1, S3)", ["S1", "S3"]), ("paraphrase(S4)", ["S4"]), ("compression(S2)", ["S2"])]
+    # the empty paraphrase falls back to its input, so all three bullets are sentences 1..3
+    assert [b["sentence"] for b in tr["bullets"]] == [1, 2, 3]
+    assert [s.text for s in ans.sentences][2] == "Alpha is in Paris."

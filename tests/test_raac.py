@@ -708,3 +708,20 @@ def test_second_run_on_the_same_thread_starts_a_fresh_trace(five_docs, scripted)
     assert [x.round for x in st["rounds"]] == [1] and len(st["calibrations"]) == 1
     assert st["working_documents"] == other and st["doc_map"] == {1: 1}
     assert out["answer"].documents == other and out["answer"].render() == "Zeta is a letter [1]."
+
+
+def test_answer_carries_a_compact_trace_summary(five_docs, scripted):
+    # what `citegraph show` renders without re-running: rounds, Validator kept/dropped, Discovery,
+    # calibration decisions -- JSON-able and in the answer's metadata
+    vspec, _ = make_verifier(lambda p, h: 1.0 if "Title: Gamma\n" in p else 0.0)
+    r = Router(gen=["Gamma won the prize [3][1]. Nothing supports this [5]."], feedback=[fb(2), fb(3)],
+               refine=[refined("Gamma won the 1990 prize [3][1]. Nothing supports this [5].")], add=['{"citations": []}'])
+    ans, _ = run(r, five_docs, scripted, verifier=vspec, k=2, use_calibration=False)
+    tr = json.loads(json.dumps(ans.metadata["trace"]))
+    assert tr["method"] == "raac"
+    assert [(x["round"], x["kind"], x["total"]) for x in tr["rounds"]] == [(1, "initial", 12), (2, "refine", 18)]
+    assert tr["rounds"][0]["scores"] == {a: 2 for a in ASPECTS}
+    assert [(v["sentence"], v["cited"], v["kept"], v["dropped"]) for v in tr["validations"]] == [
+        (0, [3, 1], [3], [1]), (1, [5], [], [5])]
+    assert [(d["sentence"], d["kept"]) for d in tr["discoveries"]] == [(1, [])]
+    assert [c["decision"] for c in tr["calibrations"]] == ["disabled"]

@@ -8,6 +8,7 @@
     citegraph eval --input out.json
     citegraph index build --corpus papers.jsonl --index idx/
     citegraph bench --methods vanilla,summ --data ../shared/data/alce/asqa_dev60.json --limit 20 --out runs/asqa
+    citegraph show out.json [other.json] [--html page.html] [--open]
 
 Argument parsing and file I/O live here, never in ``citegraph.tools``. Bad input: one line on stderr,
 exit status 2. Model failures: one line, exit status 3.
@@ -27,7 +28,7 @@ from citegraph.errors import InputError, ModelError
 __all__ = ["main", "build_parser", "parse_set", "print_answer", "EXIT_INPUT", "EXIT_MODEL"]
 
 # subcommand modules, in the order `citegraph --help` lists them
-COMMANDS = ["graphs", "ask", "run", "verify", "eval", "bench", "index"]
+COMMANDS = ["graphs", "ask", "run", "verify", "eval", "bench", "index", "show"]
 
 
 def build_parser() -> argparse.ArgumentParser:

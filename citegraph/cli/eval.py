@@ -1,6 +1,8 @@
 """``citegraph eval --input out.json [--verifier SPEC] [--dataset asqa|eli5|qampari] [--alce]``.
 
-Scores an output file (ours or ALCE's) and writes ``<name>.score.json``.
+Scores an output file (ours or ALCE's) and writes ``<name>.score.json``. With ``--nuggets [FILE]``:
+AutoNuggetizer scores (V_strict, V, A_strict, A) by the ``--judge`` chat model instead, written to
+``<name>.nuggets.json`` (journalled per item in ``<name>.nuggets.jsonl``, so a re-run resumes).
 """
 
 from __future__ import annotations
@@ -30,11 +32,37 @@ def _flags(args) -> dict[str, Any]:
             "alce": bool(args.alce)}
 
 
+def cmd_nuggets(args) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from citegraph.eval.nuggets import evaluate_output_file
+
+    base = Path(args.output) if args.output else Path(args.input).with_suffix("")
+    out = base if args.output else base.with_name(base.name + ".nuggets.json")
+    journal = out.with_suffix(".jsonl")
+    res = evaluate_output_file(args.input, judge=args.judge, nuggets_file=args.nuggets or None,
+                               claims_key=None if args.no_claims else "claims", window=args.window,
+                               max_nuggets=args.max_nuggets, journal=journal, mode=args.assign_mode)
+    out.write_text(json.dumps(res, indent=1))
+    console = Console()
+    summ = res["summary"]
+    console.print(f"{len(res['items'])} item(s), judge {args.judge}: " + ", ".join(
+        f"{k} {v:.3f}" for k, v in summ.items() if v is not None), markup=False)
+    console.print(f"wrote {out}", markup=False)
+    return 0
+
+
 def cmd_eval(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
     from citegraph.eval.scoring import score_file
+
+    if args.nuggets is not None:
+        return cmd_nuggets(args)
 
     res = score_file(args.input, verifier=args.verifier, dataset=args.dataset, output=args.output, **_flags(args))
     ci = res["ci95"]
@@ -71,4 +99,14 @@ def register(subparsers) -> None:
     p.add_argument("--verifier", default="default", help="entailment verifier spec (default: default)")
     p.add_argument("--output", "-o", default=None, help="score file (default: <input>.score.json)")
     _add_flag_args(p)
+    g = p.add_argument_group("nugget evaluation (AutoNuggetizer)")
+    g.add_argument("--nuggets", nargs="?", const="", default=None, metavar="FILE",
+                   help="score V_strict/V/A_strict/A instead; FILE gives nuggets per item id (JSON lines {id, nuggets, "
+                        "importance?}); without FILE an item's 'claims' are its vital nuggets, else nuggets are created from its docs")
+    g.add_argument("--judge", default="local", help="chat model spec of the nugget judge (default: local)")
+    g.add_argument("--window", type=int, default=10, help="nuggets (and passages) per judge call (AutoNuggetizer: 10)")
+    g.add_argument("--max-nuggets", type=int, default=30, help="nuggets kept when creating them (AutoNuggetizer: 30)")
+    g.add_argument("--no-claims", action="store_true", help="do not use an item's 'claims' as its nuggets")
+    g.add_argument("--assign-mode", choices=["list", "yesno"], default="list",
+                   help="list: AutoNuggetizer's labelled lists (windows); yesno: per-nugget Yes/No log-odds (small judges)")
     p.set_defaults(func=cmd_eval)

@@ -13,7 +13,7 @@ def cmd_run(args) -> int:
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from citegraph.eval.datasets import attach_answers, check_answer_field, load_items
+    from citegraph.eval.datasets import attach_answers, check_answer_field, check_output_path, load_items
     from citegraph.eval.runner import run_dataset
 
     if args.limit is not None and args.limit < 1:
@@ -21,10 +21,15 @@ def cmd_run(args) -> int:
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
     check_answer_field([args.method], args.answer_field)
+    check_output_path(args.output)
     items = load_items(args.input, limit=args.limit)
     if args.answer_field:
         items = attach_answers(items, args.answer_field)
     ctx = method_context(args.method, args)
+    if args.verifier:  # a bad spec stops here, before the first item, not inside every item
+        from citegraph.nodes.metrics import resolve_verifier
+
+        resolve_verifier(args.verifier)
     console = Console(stderr=True)
     errors: list[str] = []
 

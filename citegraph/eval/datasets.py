@@ -51,13 +51,44 @@ def attach_answers(items: list[Item], answer_field: str, input_key: str = "answe
     return items
 
 
+def read_utf8(path: str | Path) -> str:
+    """A text file's content as UTF-8 (a UTF-8 byte-order mark is allowed); anything else is an
+    InputError naming the file and the first byte that is not UTF-8, never a UnicodeDecodeError."""
+    p = Path(path)
+    data = p.read_bytes()
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"{p}: the file is UTF-16; save it as UTF-8")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{p}: not UTF-8 text (byte {e.start}: 0x{data[e.start]:02x}); save it as UTF-8") from None
+
+
+def check_output_path(path: str | Path) -> Path:
+    """An output file we can write: not a directory, its folder creatable and writable. Checked before
+    any work starts, so a bad --output costs nothing."""
+    import os
+
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"--output is a directory: {p} (give a file name)")
+    parent = p.parent if str(p.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create the output's folder {parent}: {e.strerror}") from None
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise InputError(f"cannot write {p}: permission denied")
+    return p
+
+
 def _read_json_any(path: str | Path) -> Any:
     p = Path(path)
     if not p.exists():
         raise InputError(f"file not found: {p}")
     if p.is_dir():
         raise InputError(f"expected a file, got a directory: {p}")
-    text = p.read_text(encoding="utf-8")
+    text = read_utf8(p)
     if not text.strip():
         raise InputError(f"file is empty: {p}")
     if p.suffix == ".jsonl" or (not text.lstrip().startswith(("[", "{")) or _looks_jsonl(text)):

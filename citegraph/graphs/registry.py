@@ -31,6 +31,8 @@ GRAPHS: dict[str, GraphEntry] = {
     "genprog-posthoc": GraphEntry("genprog-posthoc", "citegraph.graphs.genprog_posthoc", "citegraph.state.genprog:GenProgPosthocContext",
                                   "GenerationPrograms post-hoc: a program reconstructs each given answer sentence; its leaves are the attributions.",
                                   answer_input="answer_text"),
+    "ginger": GraphEntry("ginger", "citegraph.graphs.ginger", "citegraph.state.ginger:GingerContext",
+                         "GINGER: verbatim nuggets per passage, facet clusters, pairwise-ranked, one cited sentence per cluster to a budget."),
     "odmds": GraphEntry("odmds", "citegraph.graphs.odmds", "citegraph.state.odmds:OdmdsContext",
                         "Graph-augmented ODMDS: hybrid retrieval from a corpus, chunk-graph (GAE) cluster re-rank, cluster topics, tiered refinement, cited summary."),
 }

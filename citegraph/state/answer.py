@@ -56,6 +56,18 @@ class CitedSentence(BaseModel):
     citations: list[int] = Field(default_factory=list, description="1-based indices into the answer's documents.")
     evidence: list[Evidence] = Field(default_factory=list)
 
+    @field_validator("text")
+    @classmethod
+    def _no_marks(cls, v: str) -> str:
+        """A sentence's text holds no citation marks: its citations are ``citations``. Marks a model or a
+        copied document left in the text ("[17]", "dopamine.[6] [4]", "[-1]") would otherwise reach
+        ``render()`` and the ALCE ``output`` as citations nobody checked."""
+        if "[" not in v:
+            return v
+        from citegraph.tools.citations import strip_citations
+
+        return strip_citations(v)
+
     @field_validator("citations")
     @classmethod
     def _dedupe(cls, v: list[int]) -> list[int]:

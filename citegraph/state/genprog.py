@@ -128,3 +128,34 @@ class GenProgPosthocContext(BaseContext):
     max_source_sentences: int = knob(0, "Keep at most this many source sentences in the prompt, ranked by word overlap with the question and answer (ids stay the original ones). 0 = all.")
     plan_attempts: int = knob(2, "Planner calls allowed (per sentence when per_sentence) until a valid program line is parsed.", ge=1)
     review_program: bool = knob(False, "Human review: interrupt() after planning; resume with edited program text, or 'accept' to keep it. Needs a checkpointer.")
+
+
+def trace_summary(state: GenProgState) -> dict[str, Any]:
+    """A compact, JSON-able digest of the trace for ``answer.metadata["trace"]`` (what ``citegraph
+    show`` renders without re-running): the program as written and, per bullet, its parsed call,
+    the S-ids below it and the answer sentence (1-based) it produced (None: dropped as empty).
+    Post-hoc runs map bullets to the sentences they reconstruct (``tree_sentence``)."""
+    tree_sentence = getattr(state, "tree_sentence", None)
+    if tree_sentence is not None:
+        sentence_of = {i: (s + 1 if s >= 0 else None) for i, s in enumerate(tree_sentence)}
+    else:  # the answer keeps the non-empty tree outputs in tree order
+        sentence_of, n = {}, 0
+        for r in sorted(state.results, key=lambda r: r.tree):
+            if r.output.strip():
+                n += 1
+                sentence_of[r.tree] = n
+            else:
+                sentence_of[r.tree] = None
+    by_tree: dict[int, list[str]] = {}
+    for e in state.executions:
+        by_tree.setdefault(e.tree, []).append(e.fn)
+    return {
+        "method": "genprog-posthoc" if tree_sentence is not None else "genprog",
+        "program": state.program_text,
+        "bullets": [
+            {"line": t.line, "program": t.render(), "sids": t.leaves(), "sentence": sentence_of.get(i),
+             "repaired": t.repaired, "modules": by_tree.get(i, [])}
+            for i, t in enumerate(state.trees)
+        ],
+        "errors": [str(e) for e in state.program_errors],
+    }

@@ -219,3 +219,36 @@ class RaacState(InputState, OutputState):
     best_f1: float | None = None
     next_documents: list[int] = Field(default_factory=list, description="D_adp as caller's 1-based indices.")
     calibrations: list[CalibrationRecord] = Field(default_factory=list)
+
+
+def trace_summary(state: RaacState) -> dict[str, Any]:
+    """A compact, JSON-able digest of the trace for ``answer.metadata["trace"]`` (what ``citegraph
+    show`` renders without re-running): every TextAgent round's per-aspect scores and total, the
+    Validator's kept/dropped citations, Discovery's decisions and each calibration decision. Texts
+    (summaries, suggestions) stay in the full state; indices are in each pass's working numbering,
+    mapped back to the caller's documents by that pass's ``calibrations[i].documents``."""
+    return {
+        "method": "raac",
+        "rounds": [
+            {"pass": r.calibration_round, "round": r.round, "kind": r.kind, "scores": dict(r.scores),
+             "total": r.total, "overruled": sorted(r.overruled)}
+            for r in state.rounds
+        ],
+        "text_stop": state.text_stop,
+        "validations": [
+            {"pass": v.calibration_round, "sentence": v.sentence, "cited": list(v.citations), "kept": list(v.kept),
+             "dropped": [c for c in v.citations if c not in v.kept]}
+            for v in state.validations
+        ],
+        "discoveries": [
+            {"pass": d.calibration_round, "sentence": d.sentence, "proposed": list(d.proposed), "kept": list(d.kept),
+             "verified": d.verified}
+            for d in state.discoveries
+        ],
+        "calibrations": [
+            {"pass": c.calibration_round, "documents": list(c.documents),
+             "f1": None if c.f1 is None else round(c.f1, 4), "decision": c.decision, "next": c.next,
+             "reason": c.reason}
+            for c in state.calibrations
+        ],
+    }

@@ -74,19 +74,38 @@ _NAMED = re.compile(
 )
 
 
+# words after which a named document takes "the" ("according to Document [1]" -> "according to the
+# document"); after any other word the noun already has its determiner or modifier ("another passage
+# [2]", "Our sources [1][2]", "the recent document [3]") and only the brackets go
+_TAKES_THE = frozenset(
+    "to in from by of on per with at for as see cf via into about like than unlike under over within and or but "
+    "nor that which while whereas since because if when where though although so then also".split())
+
+
 def _named(m: re.Match) -> str:
     noun = m.group(1).lower()
     plural = noun.endswith("s") or len(extract_citations(m.group(2))) > 1
     kind = "document" if noun.startswith("doc") else noun.rstrip("s")
-    out = f"the {kind}{'s' if plural else ''}"
+    named = f"{kind}{'s' if plural else ''}"
     before = m.string[: m.start()].rstrip()
-    return out.capitalize() if not before or before[-1] in ".!?\n" else out
+    starts = not before or before[-1] in ".!?\n"
+    had_the = m.group(0)[:4].lower() == "the "
+    prev = re.findall(r"[A-Za-z]+$", before)
+    if not (starts or had_the or (prev and prev[0].lower() in _TAKES_THE)):
+        return m.group(1)  # "another passage", "Our sources": the noun as written
+    out = f"the {named}"
+    return out.capitalize() if starts else out
+
+
+# a bracketed negative number ("[-1]") is no citation of ours, but ALCE's reader takes it for one
+_NEGATIVE_MARK = re.compile(r"\[\s*[-\u2212]\s*\d+\s*\]")
 
 
 def strip_citations(text: str) -> str:
     """Remove citation groups and tidy the whitespace they leave behind ("Document [2]" -> "the document")."""
     t = _NAMED.sub(_named, text)
     t = CITE_GROUP.sub("", t)
+    t = _NEGATIVE_MARK.sub("", t)
     t = re.sub(r"\s+([.,;:!?])", r"\1", t)
     return re.sub(r"\s{2,}", " ", t).strip()
 

@@ -11,7 +11,7 @@ from citegraph.nodes.genprog.sources import prepare
 from citegraph.prompts import genprog as P
 from citegraph.state import AttributedAnswer, CitedSentence, Evidence
 from citegraph.state.genprog import (
-    GenProgContext, GenProgState, ModuleExecution, SourceSentence, TreeResult, TreeTask,
+    GenProgContext, GenProgState, ModuleExecution, SourceSentence, TreeResult, TreeTask, trace_summary,
 )
 from citegraph.tools.models import chat_text
 from citegraph.tools.progress import emit
@@ -266,6 +266,7 @@ def attribute(state: GenProgState, runtime: Runtime[GenProgContext]) -> dict:
             "dropped_documents": state.dropped_documents,
             "prestep_notes": state.prestep_notes,
             "reviewed": state.reviewed,
+            "trace": trace_summary(state),
         },
     )
     return {"answer": ans, "entailment_rate_before": before, "entailment_rate_after": after}

@@ -10,7 +10,7 @@ from citegraph.nodes.genprog.nodes import REVIEW_HINT, _resume_text, cite, fresh
 from citegraph.nodes.genprog.sources import prepare
 from citegraph.prompts import genprog as P
 from citegraph.state import AttributedAnswer, CitedSentence
-from citegraph.state.genprog import GenProgPosthocContext, GenProgPosthocState
+from citegraph.state.genprog import GenProgPosthocContext, GenProgPosthocState, trace_summary
 from citegraph.tools.program import Call, ParsedProgram, ProgramError, ProgramTree, parse_program
 from citegraph.tools.sentences import split_sentences
 
@@ -120,6 +120,7 @@ def attribute_posthoc(state: GenProgPosthocState, runtime: Runtime[GenProgPostho
             "plan_attempts": state.plan_attempts,
             "prestep_notes": state.prestep_notes,
             "reviewed": state.reviewed,
+            "trace": trace_summary(state),
         },
     )
     return {"answer": ans}

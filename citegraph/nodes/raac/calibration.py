@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 
 from citegraph.state import AttributedAnswer
 from citegraph.nodes.raac.citation_agent import raac_verifier
-from citegraph.state.raac import CalibrationRecord, RaacContext, RaacState
+from citegraph.state.raac import CalibrationRecord, RaacContext, RaacState, trace_summary
 from citegraph.tools.progress import emit
 
 
@@ -161,5 +161,6 @@ def finalize(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
             "ablation": {"text_agent": ctx.use_text_agent, "citation_agent": ctx.use_citation_agent,
                          "calibration": ctx.use_calibration},
         },
+        "trace": trace_summary(state),
     })
     return {"answer": ans.model_copy(update={"metadata": meta})}

@@ -1,0 +1,135 @@
+"""Fidelity of our nugget assigner against GPT-4o's labels on GINGER's released TREC RAG'24 files.
+
+With GPT-4o's nuggets and importance given, our assigner (``--judge``, default the embedded model)
+labels each system response; we report per-nugget agreement with GPT-4o (accuracy, Cohen's kappa over
+support / partial_support / not_support, the confusion matrix) and each system's mean V_strict by our
+labels vs GPT-4o's, with Kendall's tau between the two system rankings.
+
+Resumable: each (topic, system) is journalled to ``--journal`` as it finishes; re-running continues.
+``--minutes`` stops starting new topics after that much time (the finished ones stay journalled).
+
+  OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/bench_nugget_fidelity.py --topics 50 \
+      --journal runs/nugget_fidelity/local.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+FILE = REPO.parent / "shared" / "data" / "trec_rag" / "rag24" / "ginger_assignments_gpt4" / "nrg-fluency_top_20.csv"
+
+
+def load_journal(path: Path) -> dict[tuple[str, str], dict]:
+    done = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                done[(r["qid"], r["system"])] = r
+    return done
+
+
+def report(rows: list[dict], systems: list[str]) -> str:
+    from scipy.stats import kendalltau
+
+    from citegraph.eval.nuggets import ASSIGN_LABELS, agreement, topic_scores
+
+    topics = sorted({r["qid"] for r in rows})
+    # only topics with every system finished, so the system means are over the same topics
+    complete = [q for q in topics if all(any(r["qid"] == q and r["system"] == s for r in rows) for s in systems)]
+    # per-nugget agreement over every judged response; system means only over complete topics
+    ours = [a for r in rows for a in r["ours"]]
+    gpt = [a for r in rows for a in r["gpt4o"]]
+    ag = agreement(ours, gpt)
+    n_resp = len(rows)
+    rows = [r for r in rows if r["qid"] in complete]
+    out = [f"agreement over {n_resp} judged system response(s) ({ag['n']} nugget labels); system V_strict over "
+           f"{len(complete)} topic(s) with all {len(systems)} systems",
+           "", "| per-nugget agreement with GPT-4o | value |", "|---|---|",
+           f"| accuracy | {ag['accuracy']:.3f} |", f"| Cohen's kappa | {ag['kappa']:.3f} |",
+           f"| our labels (support/partial/not) | {'/'.join(str(Counter(ours)[l]) for l in ASSIGN_LABELS)} |",
+           f"| GPT-4o labels (support/partial/not) | {'/'.join(str(Counter(gpt)[l]) for l in ASSIGN_LABELS)} |",
+           "", "Confusion (rows GPT-4o, columns ours):", "", "| GPT-4o \\ ours | " + " | ".join(ASSIGN_LABELS) + " |",
+           "|---|---|---|---|"]
+    conf = Counter(zip(gpt, ours))
+    for g in ASSIGN_LABELS:
+        out.append(f"| {g} | " + " | ".join(str(conf[(g, o)]) for o in ASSIGN_LABELS) + " |")
+    if not complete:
+        out += ["", "No topic has all systems judged yet: no system V_strict or Kendall tau."]
+        return "\n".join(out)
+    ms_ours, ms_gpt = [], []
+    out += ["", "| system | V_strict (ours) | V_strict (GPT-4o) |", "|---|---|---|"]
+    for s in systems:
+        rs = [r for r in rows if r["system"] == s]
+        vo = sum(topic_scores(r["importance"], r["ours"])["v_strict"] for r in rs) / max(1, len(rs))
+        vg = sum(topic_scores(r["importance"], r["gpt4o"])["v_strict"] for r in rs) / max(1, len(rs))
+        ms_ours.append(vo)
+        ms_gpt.append(vg)
+        out.append(f"| {s} | {vo:.3f} | {vg:.3f} |")
+    tau = kendalltau(ms_ours, ms_gpt).statistic if len(systems) > 1 and complete else float("nan")
+    out += ["", f"Kendall tau between the system rankings by V_strict: {tau:.3f}"]
+    return "\n".join(out)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--file", default=str(FILE))
+    p.add_argument("--topics", type=int, default=50, help="the first N topics of the file")
+    p.add_argument("--judge", default="local", help="chat spec of our assigner")
+    p.add_argument("--window", type=int, default=10)
+    p.add_argument("--mode", choices=["list", "yesno"], default="list", help="assignment mode (eval/nuggets.py)")
+    p.add_argument("--journal", default="runs/nugget_fidelity/local.jsonl")
+    p.add_argument("--minutes", type=float, default=0.0, help="stop starting new topics after this long (0 = no limit)")
+    p.add_argument("--report-only", action="store_true")
+    a = p.parse_args(argv)
+
+    from citegraph.eval.nuggets import assign_nuggets, read_fidelity_csv
+
+    topics = read_fidelity_csv(a.file)[: a.topics]
+    systems = list(topics[0].systems) if topics else []
+    journal = Path(a.journal)
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    done = load_journal(journal)
+    t0 = time.perf_counter()
+    if not a.report_only:
+        stop = False
+        for k, t in enumerate(topics, 1):
+            for s, sysd in t.systems.items():
+                if (t.qid, s) in done:
+                    continue
+                if a.minutes and time.perf_counter() - t0 > a.minutes * 60:
+                    print(f"time budget reached at topic {k} ({t.qid}) {s}", file=sys.stderr)
+                    stop = True
+                    break
+                ts = time.perf_counter()
+                p_yes: list = []
+                labels, problems = assign_nuggets(t.query, sysd.response, sysd.nuggets, a.judge, window=a.window,
+                                                  mode=a.mode, p_yes=p_yes)
+                row = {"qid": t.qid, "system": s, "judge": a.judge, "mode": a.mode, "p_yes": p_yes,
+                       "importance": sysd.importance, "ours": labels,
+                       "gpt4o": sysd.assignment, "problems": problems, "seconds": round(time.perf_counter() - ts, 1)}
+                with journal.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+                done[(t.qid, s)] = row
+                print(f"topic {k}/{len(topics)} {t.qid} {s}: {row['seconds']} s", file=sys.stderr, flush=True)
+            if stop:
+                break
+    rows = [r for r in done.values() if r["qid"] in {t.qid for t in topics}]
+    secs = sum(r["seconds"] for r in rows)
+    print(f"file {Path(a.file).name}, judge {a.judge}, journal {journal} ({len(rows)} system responses, "
+          f"{secs:.0f} s of judging)\n")
+    print(report(rows, systems))
+
+
+if __name__ == "__main__":
+    main()
