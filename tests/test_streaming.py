@@ -144,3 +144,30 @@ def test_unexpected_error_in_a_node_names_the_node_and_keeps_ours():
     assert isinstance(e.value.__cause__, ZeroDivisionError) and e.value.node == "divide"
     with pytest.raises(ModelError, match="model endpoint down"):  # our own errors pass through unchanged
         app.invoke({"x": 1})
+
+
+def test_index_build_inside_a_run_reports_progress(tmp_path):
+    """A node that builds an index (an app indexing its user's files) streams index_build events."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START
+
+    from citegraph.corpus import build_index
+    from citegraph.graphs.base import MethodGraph
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": f"Fact number {i} is true."}) + "\n" for i in range(5)))
+
+    class S(TypedDict):
+        n: int
+
+    def index(state: S) -> dict:
+        return {"n": build_index(str(corpus), str(tmp_path / "idx"), batch_docs=2).total_chunks}
+
+    g = MethodGraph(S)
+    g.add_node("index", index)
+    g.add_edge(START, "index")
+    g.add_edge("index", END)
+    events = [e for e in g.compile().stream({"n": 0}, stream_mode="custom") if e["event"] == "index_build"]
+    assert [e["docs_seen"] for e in events] == [2, 4, 5]
+    assert events[-1]["docs_added"] == 5 and events[-1]["chunks_added"] == 5

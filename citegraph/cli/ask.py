@@ -22,6 +22,8 @@ def describe_event(ev: dict) -> str:
         return f"RAAC calibration {ev.get('calibration_round')}: {ev.get('decision')} -> {ev.get('next')}"
     if kind == "verifier_batch":
         return f"verifier {ev.get('verifier')}: {ev.get('done')}/{ev.get('total')}"
+    if kind == "index_build":
+        return f"indexing: {ev.get('docs_seen')} documents read, {ev.get('chunks_added')} chunks added"
     if kind == "genprog_module":
         return f"GenerationPrograms tree {ev.get('tree')}: module {ev.get('module')}/{ev.get('of')} ({ev.get('fn')})"
     rest = ", ".join(f"{k}={v}" for k, v in ev.items() if k != "event")

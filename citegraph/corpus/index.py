@@ -38,6 +38,7 @@ from citegraph.corpus.chunking import Chunk, Chunker, doc_hash
 from citegraph.corpus.fusion import fuse
 from citegraph.corpus.sources import BadLine, SourceDoc, iter_corpus, record_to_doc
 from citegraph.errors import InputError
+from citegraph.tools.progress import emit
 
 FORMAT = 1
 COLLECTION = "citegraph"
@@ -505,16 +506,23 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
         if len(batch) >= batch_docs:
             flush(batch)
             batch = {}
-            if on_progress:
-                on_progress(rep)
+            _progress(rep, on_progress)
     flush(batch)
-    if on_progress:
-        on_progress(rep)
+    _progress(rep, on_progress)
     if changed:
         meta = dict(col.metadata or {})
         meta[_STAMP_KEY] = uuid.uuid4().hex
         col.modify(metadata=meta)
     return changed
+
+
+def _progress(rep: IndexReport, on_progress: Callable[[IndexReport], None] | None) -> None:
+    """The caller's callback (the CLI's progress bar) and, inside a graph run, an ``index_build`` event
+    on LangGraph's custom stream (citegraph.tools.progress)."""
+    if on_progress:
+        on_progress(rep)
+    emit("index_build", docs_seen=rep.docs_seen, docs_added=rep.docs_added, docs_updated=rep.docs_updated,
+         docs_unchanged=rep.docs_unchanged, chunks_added=rep.chunks_added)
 
 
 def build_index(corpus: str | os.PathLike | Iterable[Any], index: str | os.PathLike, *, chunk_tokens: int = 256,
