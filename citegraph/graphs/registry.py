@@ -29,6 +29,10 @@ GRAPHS: dict[str, GraphEntry] = {
                           "GenerationPrograms: plan a program of text modules over S-ids, parse safely, execute, cite the leaves."),
     "genprog-posthoc": GraphEntry("genprog-posthoc", "citegraph.graphs.genprog_posthoc", "citegraph.state.genprog:GenProgPosthocContext",
                                   "GenerationPrograms post-hoc: a program reconstructs each given answer sentence; its leaves are the attributions."),
+    "squai": GraphEntry("squai", "citegraph.graphs.squai", "citegraph.state.squai:SquaiContext",
+                        "SQuAI: decompose, hybrid retrieval per sub-question, per-document answer + Yes/No log-odds judge, adaptive filter, cited answer with supporting sentences."),
+    "rag": GraphEntry("rag", "citegraph.graphs.rag", "citegraph.state.squai:RagContext",
+                      "Standard RAG (SQuAI's baseline): hybrid top-10 in one prompt, with an [n] citation instruction."),
 }
 
 
