@@ -277,3 +277,44 @@ def test_context_knob_ranges():
     with pytest.raises(InputError):
         SquaiContext(judge="maybe")
     assert SquaiContext().w_sparse == 0.35 and SquaiContext().filter_n == 0.5 and SquaiContext().top_k == 5
+
+
+# --------------------------------------------------------------------------- DeepEval-style metrics
+def _judge_script(replies: dict[str, str]):
+    def reply(messages, kwargs):
+        p = messages[-1].content if len(messages) == 1 else messages[0].content
+        for key, text in replies.items():
+            if key in p:
+                return text
+        return "nonsense"
+    return reply
+
+
+def test_deepeval_definitions_count_as_deepeval_does(scripted):
+    from citegraph.eval.deepeval_metrics import deepeval_scores
+
+    spec, model = scripted(_judge_script({
+        "Break the text into its individual statements": '{"statements": ["A.", "B.", "C.", "D."]}',
+        "relevant to answering the question": json.dumps({"verdicts": [
+            {"verdict": "yes"}, {"verdict": "idk"}, {"verdict": "no"}, {"verdict": "yes"}]}),
+        "List every factual claim": '{"claims": ["c1", "c2", "c3"]}',
+        "CONTRADICTS": json.dumps({"verdicts": [{"verdict": "yes"}, {"verdict": "idk"}, {"verdict": "no"}]}),
+        "Break the context into its statements": json.dumps({"verdicts": [
+            {"statement": "s1", "verdict": "yes"}, {"statement": "s2", "verdict": "no"}]}),
+    }))
+    s = deepeval_scores("Q?", "An answer.", ["ctx one", "ctx two"], spec)
+    assert s.answer_relevancy == pytest.approx(3 / 4)      # "idk" counts as relevant
+    assert s.faithfulness == pytest.approx(2 / 3)          # only a contradiction is penalised
+    assert s.contextual_relevancy == pytest.approx(2 / 4)  # over both context documents
+    assert s.mean == pytest.approx((3 / 4 + 2 / 3 + 2 / 4) / 3) and s.problems == []
+    # one contextual-relevancy call per context document
+    assert sum("Break the context" in c["messages"][-1].content for c in model.calls) == 2
+
+
+def test_deepeval_unparsable_judge_gives_none_not_a_score(scripted):
+    from citegraph.eval.deepeval_metrics import answer_relevancy, faithfulness
+
+    spec, _ = scripted(_judge_script({"List every factual claim": '{"claims": []}'}))
+    r = answer_relevancy("Q?", "An answer.", spec)
+    assert r.score is None and any("did not parse" in p for p in r.problems)
+    assert faithfulness("An answer.", ["ctx"], spec).score == 1.0  # no claims: DeepEval's 1.0

@@ -197,6 +197,10 @@ class LlamaCppChat(BaseChatModel):
     def yes_no_log_odds(self, messages: list[BaseMessage]) -> float:
         """log p(Yes) − log p(No) of the next token after the chat-templated prompt (same template
         and generation prompt as :meth:`yes_probability`; each side sums its case/space variants)."""
+        return self.yes_no_log_odds_counted(messages)[0]
+
+    def yes_no_log_odds_counted(self, messages: list[BaseMessage]) -> tuple[float, int]:
+        """(log-odds, prompt tokens)."""
         import numpy as np
 
         llm = self.llama
@@ -209,7 +213,7 @@ class LlamaCppChat(BaseChatModel):
             llm.n_tokens = keep
             llm.eval(tokens[keep:])
             logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
-        return _log_odds(logits, yes, no)
+        return _log_odds(logits, yes, no), len(tokens)
 
 
 def _log_odds(logits, yes: list[int], no: list[int]) -> float:
@@ -585,10 +589,18 @@ def yes_no_log_odds(spec: str, prompt: Messages, *, system: str | None = None) -
     """
     model = get_chat_model(spec)
     msgs = as_messages(prompt, system)
+    from citegraph.tools.usage import record_llm_call
+
+    if isinstance(model, LlamaCppChat):
+        value, n_tokens = model.yes_no_log_odds_counted(msgs)
+        record_llm_call(n_tokens, 1)
+        return float(value)
     if hasattr(model, "yes_no_log_odds"):
-        return float(model.yes_no_log_odds(msgs))
+        value = float(model.yes_no_log_odds(msgs))
+        record_llm_call(sum(len(str(m.content).split()) for m in msgs), 1)
+        return value
     bound = model.bind(logprobs=True, top_logprobs=20, max_completion_tokens=1, temperature=0)
-    msg = _invoke(bound, msgs)
+    msg = _invoke(bound, msgs)  # a LangChain call: the UsageTracker's callbacks count it
     try:
         top = msg.response_metadata["logprobs"]["content"][0]["top_logprobs"]
         pairs = [(str(t["token"]), float(t["logprob"])) for t in top]
