@@ -173,6 +173,11 @@ def test_merge_dedupes_first_wins_and_orders_by_relscore():
     assert [m.key for m in merged] == ["b", "c", "a"]
     a = merged[-1]
     assert a.sub_q == 0 and a.rel_score == 1.0 and a.answer == "from sub 0"
+    # by source document: two chunks of one document, the first kept wins
+    c1, c2 = _cand("d#0", 0, 0), _cand("d#1", 1, 0)
+    c1.doc_id = c2.doc_id = "d"
+    assert [m.key for m in N.merge_documents([(c1, 1.0, ""), (c2, 2.0, "")], "document")] == ["d#0"]
+    assert [m.key for m in N.merge_documents([(c1, 1.0, ""), (c2, 2.0, "")], "chunk")] == ["d#1", "d#0"]
 
 
 def test_fallback_when_nothing_passes(scripted, verifier, fake_corpus):
@@ -318,3 +323,56 @@ def test_deepeval_unparsable_judge_gives_none_not_a_score(scripted):
     r = answer_relevancy("Q?", "An answer.", spec)
     assert r.score is None and any("did not parse" in p for p in r.problems)
     assert faithfulness("An answer.", ["ctx"], spec).score == 1.0  # no claims: DeepEval's 1.0
+
+
+# --------------------------------------------------------------------------- benchmark script
+def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path, capsys, verifier):
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_squai
+
+    data = tmp_path / "d.json"
+    data.write_text(json.dumps({"goldens": [
+        {"input": "What are qubits used for?", "context": ["Qubits store quantum information.", "Qubits need cooling."]},
+        {"input": "How is bread baked?", "context": ["Bread is baked from flour.", "Ovens bake bread."]},
+    ]}))
+
+    def reply(messages, kwargs):
+        p = messages[-1].content
+        if "You decompose" in p:
+            return '{"split": false, "sub_questions": []}'
+        if "Using only this document" in p:
+            return "It says so."
+        if "Break the text into its individual statements" in p:
+            return '{"statements": ["S."]}'
+        if "relevant to answering the question" in p or "CONTRADICTS" in p:
+            return '{"verdicts": [{"verdict": "yes"}]}'
+        if "List every factual claim" in p:
+            return '{"claims": ["C."]}'
+        if "Break the context" in p:
+            return '{"verdicts": [{"statement": "s", "verdict": "yes"}, {"statement": "t", "verdict": "no"}]}'
+        return "Qubits store quantum information [1]."
+
+    spec, model = scripted(reply, judge=lambda t: 0.9 if "Qubits" in t.split("Question:")[0] else 0.2)
+    out = tmp_path / "run"
+    argv = ["--data", str(data), "--limit", "1", "--llm", spec, "--verifier", verifier[0], "--out", str(out)]
+    assert bench_squai.main(argv) == 0
+    rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    assert sorted(r["key"] for r in rows) == ["rag/q0", "squai/q0", "vanilla/q0"]
+    by = {r["method"]: r for r in rows}
+    assert by["squai"]["answer_relevancy"] == 1.0 and by["squai"]["contextual_relevancy"] == 0.5
+    assert by["squai"]["support_precision"] == 1.0 and by["rag"]["support_precision"] is None
+    # the judge's log-odds evaluations count as LLM calls: decompose + 4 answers + 4 judges + compose
+    assert by["squai"]["llm_calls"] == 10
+    printed = capsys.readouterr().out
+    assert "| squai | 1 |" in printed and "SQuAI abstract (paper)" in printed
+    n_calls = len(model.calls)
+    assert bench_squai.main(argv) == 0          # resumed: nothing is answered or scored again
+    assert len(model.calls) == n_calls
+    assert bench_squai.main(["--data", str(data), "--filter-table", "2", "--llm", spec, "--verifier", verifier[0],
+                             "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    frows = [json.loads(x) for x in (out / "filter.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in frows] == ["q0", "q1"] and all(len(r["candidates"]) == 4 for r in frows)
+    assert "Judge filter on 2 question(s), corpus of 4 chunks" in printed
+    # q0's own chunks (Qubits) are judged relevant and kept; q1's (bread) are not, q0's are kept there
+    assert "| 0.5 | 2 | 2.00 | 1.00 | 0.500 | 0.500 | 2.00 |" in printed, printed

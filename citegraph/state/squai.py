@@ -55,6 +55,10 @@ class SquaiContext(RetrievalKnobs, BaseContext):
                                 "than the mean.", ge=-3.0, le=3.0)
     fallback_keep: int = knob(3, "When no document passes any sub-question's filter, retrieve for the original question "
                                  "and keep its first this-many documents (the SQuAI code's fallback).", ge=1)
+    dedupe_by: str = knob("chunk", "Merge: de-duplicate the kept documents by the retrieved unit's id (chunk: each chunk is "
+                                   "its own citable document) or by source document id (document: first chunk of a document "
+                                   "wins; the paper's abstracts are one unit each, so both agree there).",
+                          choices=("chunk", "document"))
     max_evidence: int = knob(2, "Supporting sentences stored per citation: the verifier's best entailing sentences of the "
                                 "cited document.", ge=1)
 

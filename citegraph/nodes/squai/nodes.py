@@ -198,13 +198,15 @@ def filter_documents(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
     return {"filters": filters, "notes": list(state.notes) + notes}
 
 
-def merge_documents(kept: list[tuple[Candidate, float | None, str]]) -> list[MergedDoc]:
-    """De-duplicate by key (first occurrence wins), then order by RelScore (highest first; stable)."""
+def merge_documents(kept: list[tuple[Candidate, float | None, str]], dedupe_by: str = "chunk") -> list[MergedDoc]:
+    """De-duplicate by id (the chunk's, or its source document's; first occurrence wins), then order
+    by RelScore (highest first; stable)."""
     seen, merged = set(), []
     for c, score, answer in kept:
-        if c.key in seen:
+        key = (c.doc_id or c.key) if dedupe_by == "document" else c.key
+        if key in seen:
             continue
-        seen.add(c.key)
+        seen.add(key)
         merged.append(MergedDoc(key=c.key, document=c.document, rel_score=score, sub_q=c.sub_q, rank=c.rank, answer=answer))
     return sorted(merged, key=lambda m: -(m.rel_score if m.rel_score is not None else -math.inf))
 
@@ -218,7 +220,7 @@ def merge(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
     kept_ranks = {(f.sub_q, r) for f in state.filters for r in f.kept}
     kept = [(c, scores.get((c.sub_q, c.rank)), answers.get((c.sub_q, c.rank), ""))
             for c in state.candidates if (c.sub_q, c.rank) in kept_ranks]
-    merged = merge_documents(kept)
+    merged = merge_documents(kept, ctx.dedupe_by)
     if merged:
         return {"merged": merged, "fallback": ""}
     reason = ("no document passed the filter" if state.candidates else "nothing was retrieved") + \
