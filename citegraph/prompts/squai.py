@@ -90,20 +90,23 @@ Right: Graphene is a single layer of carbon atoms [1] with very high electron mo
 
 
 def compose_prompt(question: str, sub_questions: list[str], docs: list[Document], max_words: int) -> str:
+    """Agent 4's single call: the rules and the exemplars first, then the documents and the question
+    (the embedded 1.5B model left out every citation when the exemplars followed the documents)."""
     blocks = "\n\n".join(f"[{i}] {doc_block(d, max_words)}" for i, d in enumerate(docs, 1))
     subs = ""
     if len(sub_questions) > 1:
         subs = "The question has these parts; answer each:\n" + "\n".join(f"- {s}" for s in sub_questions) + "\n\n"
     return (
-        f"Documents:\n{blocks}\n\n"
-        f"Question: {question}\n\n{subs}"
-        "Write a concise answer (three to six sentences) using only the documents above.\n"
+        "Write a concise answer (three to six sentences) to the question using only the numbered documents.\n"
         "Rules:\n"
         "- Every factual sentence cites at least one document as [n]; several as [1][2]. Put the citation before the period.\n"
         "- Cite only documents that state the claim; use diverse sources rather than one document for everything.\n"
         f"- Cite only numbers from 1 to {len(docs)}.\n"
         "- If no document supports a claim, rephrase it so that one does, or leave it out.\n\n"
-        f"{FEW_SHOT}\n\nAnswer:"
+        f"{FEW_SHOT}\n\nNow the task.\n\n"
+        f"Documents:\n{blocks}\n\n"
+        f"Question: {question}\n\n{subs}"
+        "Answer (every sentence with its citation [n]):"
     )
 
 
@@ -113,8 +116,9 @@ def rag_prompt(question: str, docs: list[Document], max_words: int) -> str:
     for [n] citations so the two systems' attributions can be compared."""
     blocks = "\n\n".join(f"[{i}] {doc_block(d, max_words)}" for i, d in enumerate(docs, 1))
     return (
+        "Answer the question in three to six sentences using the numbered documents. Cite the supporting "
+        "document(s) of every sentence as [n] (several as [1][2]), before the period.\n\n"
         f"Documents:\n{blocks}\n\n"
         f"Question: {question}\n\n"
-        "Answer the question in three to six sentences using the documents above. "
-        "Cite the supporting document(s) of every sentence as [n] (several as [1][2]), before the period.\nAnswer:"
+        "Answer (every sentence with its citation [n]):"
     )
