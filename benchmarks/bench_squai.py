@@ -101,7 +101,7 @@ def answer(method: str, qid: str, question: str, docs, args) -> dict:
 
 def score(row: dict, args) -> dict:
     from citegraph.eval.deepeval_metrics import context_texts, deepeval_scores
-    from citegraph.eval.metrics import judge, raac_citation_f1
+    from citegraph.nodes.metrics import judge, raac_citation_f1
     from citegraph.state import AttributedAnswer
 
     ans = AttributedAnswer.model_validate(row["answer"])

@@ -8,3 +8,17 @@ class InputError(ValueError):
 
 class ModelError(RuntimeError):
     """A model could not be resolved, loaded or reached (after bounded retries)."""
+
+
+class NodeError(RuntimeError):
+    """An unexpected error inside a graph node, re-raised with the node's name, the original error's
+    class and its first line, so a failed run says where and why (LangGraph's server shows only
+    ``RuntimeError``/``ValueError``-family messages; anything else reads "An internal error occurred").
+    The original exception is chained as ``__cause__``."""
+
+    def __init__(self, node: str, error: BaseException):
+        self.node = node
+        self.error_class = type(error).__name__
+        first = (str(error).strip().splitlines() or [""])[0][:300]
+        super().__init__(f"node {node!r} failed: {self.error_class}: {first}" if first else
+                         f"node {node!r} failed: {self.error_class}")

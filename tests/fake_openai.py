@@ -26,6 +26,10 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 outer.requests.append(body)
                 content = outer.reply(body)
+                if isinstance(content, dict):  # a whole response body, as a misbehaving server sends it
+                    return self._send(200, json.dumps(content).encode())
+                if body.get("stream"):
+                    return self._stream(body, content)
                 choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
                 if body.get("logprobs"):
                     tops = [{"token": t, "logprob": lp, "bytes": None} for t, lp in outer.top_logprobs]
@@ -34,12 +38,29 @@ class FakeOpenAI:
                 out = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
                        "choices": [choice],
                        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
-                data = json.dumps(out).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
+                self._send(200, json.dumps(out).encode())
+
+            def _send(self, status: int, data: bytes, ctype: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("content-type", ctype)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _stream(self, body: dict, content: str) -> None:
+                """Server-sent events, one word-sized delta each, then the usage chunk and [DONE]."""
+                import re
+
+                base = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": body.get("model", "m")}
+                events = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+                events += [{**base, "choices": [{"index": 0, "delta": {"content": piece}}]}
+                           for piece in re.findall(r"\S+\s*|\s+", content)]
+                events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    events.append({**base, "choices": [],
+                                   "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
+                data = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+                self._send(200, data.encode(), "text/event-stream")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/v1"

@@ -42,6 +42,14 @@ def write_dataset(path: Path, n: int) -> Path:
     (lambda t: ["ask", "genprog", "--example", "--set", "qfs_mode=bogus"], "qfs_mode must be one of none, extractive"),
     (lambda t: ["run", "vanilla", "-i", str(write_dataset(t / "ok2.json", 2)), "-o", str(t / "o2.json"), "--set", "max_new_tokens=0"],
      "VanillaContext.max_new_tokens must be at least 1, got 0"),
+    (lambda t: ["run", "genprog-posthoc", "-i", str(write_dataset(t / "ok3.json", 2)), "-o", str(t / "o3.json")],
+     "genprog-posthoc attributes an existing answer: name the items' answer field with --answer-field"),
+    (lambda t: ["run", "genprog-posthoc", "-i", str(write_dataset(t / "ok4.json", 2)), "-o", str(t / "o4.json"),
+                "--answer-field", "output"], "item item0: no 'output' text to attribute"),
+    (lambda t: ["run", "vanilla", "-i", str(write_dataset(t / "ok5.json", 2)), "-o", str(t / "o5.json"),
+                "--answer-field", "output"], "--answer-field: none of vanilla reads an answer"),
+    (lambda t: ["bench", "--methods", "vanilla,genprog-posthoc", "--data", str(write_dataset(t / "ok6.json", 2)),
+                "--out", str(t / "b")], "genprog-posthoc attributes an existing answer"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, capsys, argv_maker, needle):
     code = main(argv_maker(tmp_path))
@@ -134,3 +142,19 @@ def test_graphs_lists_knobs_with_their_valid_values(capsys, monkeypatch):
     assert "the LLM cites as [n]." in out
     assert "[one of: none, extractive, abstractive, extract_then_generate]" in out
     assert "[0.0 to 1.0]" in out and "[>= 1]" in out
+
+
+def test_run_genprog_posthoc_attributes_the_answer_field(tmp_path, scripted):
+    """run genprog-posthoc reads each item's answer (--answer-field) and attributes it: model calls are
+    made and the answer's sentences are the given ones (it used to do nothing and exit 0)."""
+    spec, model = scripted(["- compression(S1)"])
+    items = [{"id": "x", "question": "Question?", "output": "Fact 0 is true.",
+              "docs": [{"title": "T0", "text": "Fact 0 is true."}, {"title": "Other", "text": "Noise."}]}]
+    data = _w(tmp_path / "d.json", json.dumps(items))
+    out = tmp_path / "o.json"
+    assert main(["run", "genprog-posthoc", "-i", str(data), "-o", str(out), "--answer-field", "output",
+                 "--llm", spec]) == 0
+    rec = json.loads(out.read_text())["data"][0]
+    sents = rec["citegraph"]["answer"]["sentences"]
+    assert model.calls and [s["text"] for s in sents] == ["Fact 0 is true."]
+    assert sents[0]["citations"] == [1]

@@ -48,7 +48,7 @@ def test_eval_alce_format_default_and_alce_flags(tmp_path, capsys):
     s = res["summary"]
     assert s["citation_rec"] == 100.0 and s["citation_prec"] == 100.0 and s["citation_f1"] == 100.0
     assert s["str_em"] == pytest.approx(75.0)  # (1/2 + 1/1) / 2
-    from citegraph.eval.metrics import rouge_lsum
+    from citegraph.nodes.metrics import rouge_lsum
 
     best = 100 * rouge_lsum("Paris is the capital of France. Berlin is the capital of Germany.", ["Paris is the capital of France."])
     assert res["items"][0]["rougeLsum"] == pytest.approx(best) and best > 50  # the better of the two references
@@ -61,7 +61,7 @@ def test_eval_alce_format_default_and_alce_flags(tmp_path, capsys):
     assert res2["items"][1]["citation_rec"] == 50.0 and res2["items"][1]["citation_prec"] == 50.0
     assert res2["summary"]["citation_rec"] == 75.0
     assert res2["items"][1]["str_em"] == 0.0  # "cats" was on the cut line
-    assert res2["settings"] == {"cut_newline": True, "attach_trailing": False, "at_most_citations": 3}
+    assert res2["settings"] == {"cut_newline": True, "attach_trailing": False, "at_most_citations": 3, "alce": True}
 
 
 def test_eval_our_format_reports_cost(tmp_path, scripted):

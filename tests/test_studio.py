@@ -29,12 +29,23 @@ def free_port() -> int:
     return port
 
 
+ANSWER = "The tower is 330 metres tall [2]. It opened in 1889 [1][3]."
+
+
+def reply(body: dict):
+    """The cited answer; for a question that says BROKEN, a response with no choices (as a misbehaving
+    server sends it), which fails inside the model client with an IndexError."""
+    if "BROKEN" in json.dumps(body.get("messages", [])):
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}
+    return ANSWER
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     if not LANGGRAPH.exists():
         pytest.skip("langgraph CLI not installed (pip install 'citegraph[studio]')")
     sdk = pytest.importorskip("langgraph_sdk")
-    fake = FakeOpenAI(lambda body: "The tower is 330 metres tall [2]. It opened in 1889 [1][3].")
+    fake = FakeOpenAI(reply)
     fake.__enter__()
     port = free_port()
     work = tmp_path_factory.mktemp("studio")
@@ -96,3 +107,40 @@ def test_run_vanilla_through_the_server(server):
     sents = out["answer"]["sentences"]
     assert [s["citations"] for s in sents] == [[2], [1, 3]]
     assert fake.requests and fake.requests[-1]["model"] == "fake-model"
+
+
+DOCS = [{"title": "Eiffel", "text": "Opened 1889."}, {"title": "Height", "text": "330 m."},
+        {"title": "Fair", "text": "1889 World's Fair."}]
+
+
+def test_tokens_and_progress_events_stream_through_the_sdk(server):
+    """What Studio shows while a run is in flight: token chunks (messages), node updates, and our
+    progress events (custom), subgraphs included."""
+    client, _ = server
+    pieces, nodes, custom = [], set(), []
+    for part in client.runs.stream(None, "vanilla", input={"question": "Eiffel Tower?", "documents": DOCS},
+                                   context={"llm": "openai:fake-model"}, stream_mode=["messages-tuple", "updates"]):
+        if part.event == "messages":
+            chunk, meta = part.data
+            pieces.append(chunk.get("content") or "")
+            nodes.add(meta.get("langgraph_node"))
+    assert len([p for p in pieces if p]) > 5 and "".join(pieces) == ANSWER
+    assert nodes == {"generate"}
+    for part in client.runs.stream(None, "raac", input={"question": "Eiffel Tower?", "documents": DOCS},
+                                   context={"llm": "openai:fake-model", "k": 1}, stream_mode=["custom"],
+                                   stream_subgraphs=True):
+        if part.event.startswith("custom"):
+            custom.append(part.data)
+    kinds = [e["event"] for e in custom]
+    assert "raac_round" in kinds and "verifier_batch" in kinds and "raac_calibration" in kinds
+    assert kinds.index("raac_round") < kinds.index("verifier_batch")
+
+
+def test_a_failing_node_reports_its_name_class_and_message(server):
+    client, _ = server
+    thread = client.threads.create()
+    out = client.runs.wait(thread["thread_id"], "vanilla", input={"question": "BROKEN?", "documents": DOCS},
+                           context={"llm": "openai:fake-model"}, raise_error=False)
+    text = json.dumps(out)
+    assert "An internal error occurred" not in text
+    assert "node 'generate' failed: IndexError" in text, text[:500]

@@ -9,9 +9,45 @@ from citegraph.cli.common import add_model_args, method_context, print_answer
 from citegraph.errors import InputError
 
 
+def describe_event(ev: dict) -> str:
+    """One line for a progress event (the same events Studio shows under the custom stream mode)."""
+    kind = ev.get("event")
+    if kind == "node":
+        return f"finished {ev.get('node')}"
+    if kind == "raac_round":
+        total = ev.get("total")
+        return (f"RAAC round {ev.get('round')}/{ev.get('of')}: feedback total {total if total is not None else 'n/a'}"
+                + (f" (stop: {ev['stop']})" if ev.get("stop") else ""))
+    if kind == "raac_calibration":
+        return f"RAAC calibration {ev.get('calibration_round')}: {ev.get('decision')} -> {ev.get('next')}"
+    if kind == "verifier_batch":
+        return f"verifier {ev.get('verifier')}: {ev.get('done')}/{ev.get('total')}"
+    if kind == "genprog_module":
+        return f"GenerationPrograms tree {ev.get('tree')}: module {ev.get('module')}/{ev.get('of')} ({ev.get('fn')})"
+    rest = ", ".join(f"{k}={v}" for k, v in ev.items() if k != "event")
+    return f"{kind}: {rest}" if rest else str(kind)
+
+
+def _answer_with_progress(graph, item, ctx, method: str):
+    """Run the graph with a one-line status on stderr that follows its progress events."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from citegraph.eval.runner import answer_item
+
+    console = Console(stderr=True)
+    if not console.is_terminal:  # piped or captured: no spinner, no noise
+        return answer_item(graph, item, ctx)
+    t0 = time.perf_counter()
+    with console.status(f"{method}: starting", spinner="dots") as status:
+        def on_event(ev: dict) -> None:
+            status.update(f"{escape(method)} · {time.perf_counter() - t0:.0f}s · {escape(describe_event(ev))}")
+
+        return answer_item(graph, item, ctx, on_event=on_event)
+
+
 def cmd_ask(args) -> int:
     from citegraph.eval.datasets import Item, bundled_example, check_question, load_documents
-    from citegraph.eval.runner import answer_item
     from citegraph.graphs.registry import build_graph
 
     if args.example:
@@ -26,7 +62,7 @@ def cmd_ask(args) -> int:
     ctx = method_context(args.method, args)
     graph = build_graph(args.method)
     t0 = time.perf_counter()
-    ans, usage = answer_item(graph, item, ctx)
+    ans, usage = _answer_with_progress(graph, item, ctx, args.method)
     if args.json:
         print(json.dumps(ans.model_dump(mode="json"), ensure_ascii=False, indent=1))
     else:

@@ -27,7 +27,7 @@ def cmd_bench(args) -> int:
     res = run_bench(
         args.methods.split(","), args.data, args.out, limit=args.limit, llm=args.llm, verifier=args.verifier,
         overrides=parse_set(args.set), dataset=args.dataset, concurrency=args.concurrency,
-        overwrite=args.overwrite, progress=progress, on_error=on_error,
+        overwrite=args.overwrite, progress=progress, on_error=on_error, answer_field=args.answer_field,
         on_method=lambda m, r: console.print(f"scored {m}: {r['written']}", markup=False),
     )
     print(res["table"])
@@ -53,4 +53,6 @@ def register(subparsers) -> None:
                    help="dataset type for scoring (default: inferred)")
     p.add_argument("--concurrency", type=int, default=1, help="items in flight at once per method (1 keeps local-model runs reproducible item by item)")
     p.add_argument("--overwrite", action="store_true", help="discard existing raw outputs instead of resuming")
+    p.add_argument("--answer-field", default=None, metavar="FIELD",
+                   help="genprog-posthoc: the item field holding the answer to attribute (e.g. output)")
     p.set_defaults(func=cmd_bench)

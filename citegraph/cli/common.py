@@ -66,3 +66,4 @@ def print_answer(ans, console=None) -> None:
             console.print(f"  [{c}] {escape(d.title or d.id)} — {escape(snippet)}")
     for w in ans.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+

@@ -26,7 +26,8 @@ def _flags(args) -> dict[str, Any]:
     attach = not (args.no_attach_trailing or args.alce)
     if args.at_most_citations is not None and args.at_most_citations < 1:
         raise InputError("--at-most-citations must be at least 1")
-    return {"cut_newline": cut, "attach_trailing": attach, "at_most_citations": args.at_most_citations}
+    return {"cut_newline": cut, "attach_trailing": attach, "at_most_citations": args.at_most_citations,
+            "alce": bool(args.alce)}
 
 
 def cmd_eval(args) -> int:
@@ -58,7 +59,9 @@ def _add_flag_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cut-newline", action="store_true", help="ALCE: keep only the output's first line")
     p.add_argument("--no-attach-trailing", action="store_true",
                    help="ALCE: a citation after the period belongs to the next sentence")
-    p.add_argument("--alce", action="store_true", help="both of the above: ALCE's exact behaviour")
+    p.add_argument("--alce", action="store_true",
+                   help="score exactly as ALCE's eval.py does, item by item, quirks included (punkt sentences, "
+                        "ALCE's citation regex and indexing, ROUGE-Lsum bootstrap median); implies both of the above")
     p.add_argument("--at-most-citations", type=int, default=3, help="citations counted per sentence (ALCE: 3)")
 
 

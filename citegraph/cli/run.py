@@ -13,14 +13,17 @@ def cmd_run(args) -> int:
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from citegraph.eval.datasets import load_items
+    from citegraph.eval.datasets import attach_answers, check_answer_field, load_items
     from citegraph.eval.runner import run_dataset
 
     if args.limit is not None and args.limit < 1:
         raise InputError("--limit must be at least 1")
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
+    check_answer_field([args.method], args.answer_field)
     items = load_items(args.input, limit=args.limit)
+    if args.answer_field:
+        items = attach_answers(items, args.answer_field)
     ctx = method_context(args.method, args)
     console = Console(stderr=True)
     errors: list[str] = []
@@ -61,5 +64,7 @@ def register(sub) -> None:
     p.add_argument("--limit", type=int, default=None, help="only the first N items")
     p.add_argument("--concurrency", type=int, default=1, help="items in flight at once (1 keeps local-model runs reproducible item by item)")
     p.add_argument("--overwrite", action="store_true", help="discard an existing output instead of resuming")
+    p.add_argument("--answer-field", default=None, metavar="FIELD",
+                   help="genprog-posthoc: the item field holding the answer to attribute (e.g. output)")
     add_model_args(p)
     p.set_defaults(func=cmd_run)

@@ -162,9 +162,10 @@ def run_bench(
     on_method: Callable[[str, dict], None] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     on_error: Callable[[str, Any, BaseException], None] | None = None,
+    answer_field: str | None = None,
 ) -> dict:
     """Run, score and report. Returns ``{"scores": {method: score result}, "runs": {...}, "report": path}``."""
-    from citegraph.eval.datasets import load_items
+    from citegraph.eval.datasets import attach_answers, check_answer_field, load_items
     from citegraph.eval.runner import run_dataset
     from citegraph.graphs.registry import context_class, entry
 
@@ -193,8 +194,9 @@ def run_bench(
     unused = [k for k in overrides if not any(k in {f.name for f in fields(c)} for c in contexts.values())]
     if unused:
         raise InputError(f"--set {', '.join(unused)}: no selected method has such a setting")
+    check_answer_field([base[m] for m in methods], answer_field)
     items = load_items(data, limit=limit)
-    from citegraph.eval.metrics import resolve_verifier
+    from citegraph.nodes.metrics import resolve_verifier
 
     resolve_verifier(verifier or "default")  # fail fast, before any generation
     out = Path(out_dir)
@@ -206,8 +208,9 @@ def run_bench(
     for m in methods:
         raw = out / "raw" / f"{m}.json"
         t0 = time.perf_counter()
+        m_items = attach_answers(items, answer_field) if entry(base[m]).answer_input else items
         runs[m] = run_dataset(
-            base[m], items, raw, contexts[m], concurrency=concurrency, overwrite=overwrite,
+            base[m], m_items, raw, contexts[m], concurrency=concurrency, overwrite=overwrite,
             progress=(lambda d, t, m=m: progress(m, d, t)) if progress else None,
             on_error=(lambda it, e, m=m: on_error(m, it, e)) if on_error else None,
             extra_args={"input": str(Path(data).resolve()), "limit": limit, "variant": m},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,33 @@ class Item:
     question: str
     documents: list[Document]
     raw: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)  # further graph inputs (genprog-posthoc: answer_text)
+
+
+def check_answer_field(methods, answer_field: str | None) -> None:
+    """Methods that attribute an existing answer (genprog-posthoc) need ``--answer-field``; the
+    others must not be given one (it would be silently ignored)."""
+    from citegraph.graphs.registry import entry
+
+    need = [m for m in methods if entry(m).answer_input]
+    if need and not answer_field:
+        raise InputError(f"{', '.join(need)} attributes an existing answer: name the items' answer field with "
+                         f"--answer-field (e.g. --answer-field output for an ALCE-style output file)")
+    if answer_field and not need:
+        raise InputError(f"--answer-field: none of {', '.join(methods)} reads an answer (only genprog-posthoc does)")
+
+
+def attach_answers(items: list[Item], answer_field: str, input_key: str = "answer_text") -> list[Item]:
+    """Give each item the answer to attribute, read from its ``answer_field`` (e.g. ``output`` of an
+    ALCE-style output file). Every item must have it as non-empty text: one missing is an InputError
+    naming the item, raised before anything runs."""
+    items = [replace(it, inputs=dict(it.inputs)) for it in items]  # the caller's items stay as they were
+    for it in items:
+        val = it.raw.get(answer_field)
+        if not isinstance(val, str) or not val.strip():
+            raise InputError(f"item {it.id}: no {answer_field!r} text to attribute (--answer-field names the item's answer field)")
+        it.inputs[input_key] = val
+    return items
 
 
 def _read_json_any(path: str | Path) -> Any:

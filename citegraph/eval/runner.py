@@ -28,16 +28,31 @@ from citegraph.tools.models import reset_local_models
 from citegraph.tools.usage import UsageTracker
 
 
-def answer_item(graph, item: Item, context) -> tuple[AttributedAnswer, dict[str, Any]]:
-    """Invoke one graph on one item, with cost accounting. Returns the answer and its usage."""
+def answer_item(graph, item: Item, context, on_event: Callable[[dict], None] | None = None) -> tuple[AttributedAnswer, dict[str, Any]]:
+    """Invoke one graph on one item, with cost accounting. Returns the answer and its usage.
+
+    ``on_event`` receives the run's progress as it happens: ``{"event": "node", "node": name}`` when a
+    node finishes, and every custom-stream event the nodes emit (``citegraph.tools.progress``)."""
     tracker = UsageTracker()
     t0 = time.perf_counter()
+    inputs = {"question": item.question, "documents": item.documents, **item.inputs}
+    config = {"callbacks": [tracker], "run_name": f"{graph.name}:{item.id}"}
     with tracker.active():
-        out = graph.invoke(
-            {"question": item.question, "documents": item.documents},
-            context=context,
-            config={"callbacks": [tracker], "run_name": f"{graph.name}:{item.id}"},
-        )
+        if on_event is None:
+            out = graph.invoke(inputs, context=context, config=config)
+        else:
+            out = {}
+            # subgraphs=True: RAAC's TextAgent and CitationAgent are subgraphs, and their events count
+            for ns, mode, chunk in graph.stream(inputs, context=context, config=config, subgraphs=True,
+                                                stream_mode=["custom", "updates", "values"]):
+                if mode == "values":
+                    if not ns:
+                        out = chunk
+                elif mode == "custom":
+                    on_event(chunk if isinstance(chunk, dict) else {"event": "custom", "value": chunk})
+                else:
+                    for node in chunk or {}:
+                        on_event({"event": "node", "node": node, "graph": ns[-1].split(":")[0] if ns else graph.name})
     ans: AttributedAnswer = out["answer"]
     usage = {**tracker.totals(), "seconds": round(time.perf_counter() - t0, 3), "nodes": tracker.per_node()}
     ans.metadata["usage"] = usage

@@ -7,7 +7,13 @@ dataset type decides the correctness metrics: ``qa_pairs`` → ASQA (STR-EM, ROU
 and precision; citations scored on comma-separated items, as ALCE does).
 
 Quality metrics are reported on ALCE's 0-100 scale; cost metrics as raw counts. All verifier
-checks of a file go through :func:`citegraph.eval.metrics.run_jobs` (one batched call per round).
+checks of a file go through :func:`citegraph.nodes.metrics.run_jobs` (one batched call per round).
+
+``alce=True`` (``citegraph eval --alce``) scores every item as ALCE's eval.py does, item by item:
+the ``output`` field as written (first line, ``<|im_end|>`` removed), punkt sentences, ALCE's
+citation regex and indexing, documents' ``sent`` before ``text``, the first two references for
+ROUGE-Lsum (punkt on lower-cased text) and the bootstrap median as the corpus ROUGE-Lsum. The
+default mode keeps the deviations listed in the README ("Evaluate").
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from citegraph.errors import InputError
-from citegraph.eval import metrics as M
+from citegraph.nodes import metrics as M
 from citegraph.state.answer import AttributedAnswer, Document
 
 DATASETS = ("asqa", "eli5", "qampari", "generic")
@@ -89,6 +95,31 @@ def structured_answer(rec: dict, docs: list[Document]) -> AttributedAnswer | Non
     return None
 
 
+def _alce_documents(rec: dict, where: str) -> list[dict]:
+    """The record's documents as ALCE reads them (dicts with ``title`` and ``sent``/``text``)."""
+    raw = rec.get("docs", rec.get("documents", []))
+    if not isinstance(raw, list):
+        raise InputError(f"{where}: 'docs' must be a list")
+    out = []
+    for i, d in enumerate(raw, 1):
+        if isinstance(d, str):
+            d = {"text": d}
+        if not isinstance(d, dict):
+            raise InputError(f"{where}: document {i} must be an object")
+        out.append({k: ("" if d.get(k) is None else str(d[k])) for k in ("title", "text", "sent") if k in d})
+    return out
+
+
+def _alce_references(rec: dict) -> list[str]:
+    """ALCE's references: the first two annotations' long answers (ASQA), else ``answer`` twice."""
+    ann = rec.get("annotations")
+    if isinstance(ann, list) and ann:
+        refs = [a.get("long_answer") if isinstance(a, dict) else None for a in ann[:2]]
+        refs = [r if isinstance(r, str) else "" for r in refs]
+        return refs * 2 if len(refs) == 1 else refs
+    return [rec["answer"]] * 2 if isinstance(rec.get("answer"), str) and rec["answer"].strip() else []
+
+
 def _references(rec: dict) -> list[str]:
     refs = [a.get("long_answer") for a in rec.get("annotations") or [] if isinstance(a, dict)]
     refs = [r for r in refs if isinstance(r, str) and r.strip()]
@@ -106,9 +137,14 @@ def score_records(
     cut_newline: bool = False,
     attach_trailing: bool = True,
     at_most_citations: int | None = 3,
+    alce: bool = False,
 ) -> tuple[str, list[dict]]:
     """Score every record; returns ``(dataset, per-item scores)``. Citation scores of an item with
-    an empty output are ``None`` (ALCE leaves such items out of the citation averages)."""
+    an empty output are ``None`` (ALCE leaves such items out of the citation averages).
+    ``alce=True``: ALCE's eval.py item by item (implies ``cut_newline`` and ALCE's sentences; see the
+    module doc)."""
+    if alce:
+        cut_newline, attach_trailing = True, False
     dataset = dataset or infer_dataset(records)
     if dataset not in DATASETS:
         raise InputError(f"unknown dataset type {dataset!r}; choose {', '.join(DATASETS)}")
@@ -123,9 +159,10 @@ def score_records(
         struct = structured_answer(rec, docs)
         alce_flags = cut_newline or not attach_trailing
         raw = rec["output"]
-        if struct is not None and alce_flags and isinstance(struct.metadata.get("raw_output"), str):
+        if struct is not None and alce_flags and not alce and isinstance(struct.metadata.get("raw_output"), str):
             raw = struct.metadata["raw_output"]  # ALCE's settings act on what the model wrote
-        output = M.prepare_output(raw, cut_newline=cut_newline)
+        # --alce reads the file's output field, as ALCE's eval.py does
+        output = M.alce_exact_output(raw) if alce else M.prepare_output(raw, cut_newline=cut_newline)
         ans = struct if struct is not None else AttributedAnswer.from_text(
             output, question=rec.get("question", ""), documents=docs, attach_trailing=attach_trailing)
         plain = M.remove_citations(output)
@@ -142,8 +179,9 @@ def score_records(
             em = M.str_em(output, rec.get("qa_pairs") or [])
             s["str_em"], s["str_hit"] = 100 * em["str_em"], 100 * em["str_hit"]
         if dataset in ("asqa", "eli5"):
-            refs = _references(rec)
-            s["rougeLsum"] = 100 * M.rouge_lsum(plain, refs) if refs else None
+            refs = _alce_references(rec) if alce else _references(rec)
+            rouge = M.alce_rouge_lsum if alce else M.rouge_lsum
+            s["rougeLsum"] = 100 * rouge(plain, refs) if refs else None
         if dataset == "qampari":
             q = M.qampari_scores(output, rec.get("answers") or [])
             s.update({k: (v if k == "num_preds" else 100 * v) for k, v in q.items()})
@@ -153,10 +191,14 @@ def score_records(
                 jobs.append(M.claims_job(plain, claims))
                 slots.append((len(items), "claims"))
         # citation quality: ALCE (on the text / structured answer) and RAAC's F1
-        alce_input: Any = struct if struct is not None and dataset != "qampari" else output
-        jobs.append(M.alce_citation_job(alce_input, docs, cut_newline=cut_newline, attach_trailing=attach_trailing,
-                                        at_most_citations=at_most_citations, qampari=dataset == "qampari",
-                                        question=rec.get("question", "")))
+        if alce:
+            jobs.append(M.alce_exact_citation_job(output, _alce_documents(rec, where), at_most_citations=at_most_citations,
+                                                  qampari=dataset == "qampari", question=rec.get("question", "")))
+        else:
+            alce_input: Any = struct if struct is not None and dataset != "qampari" else output
+            jobs.append(M.alce_citation_job(alce_input, docs, cut_newline=cut_newline, attach_trailing=attach_trailing,
+                                            at_most_citations=at_most_citations, qampari=dataset == "qampari",
+                                            question=rec.get("question", "")))
         slots.append((len(items), "alce"))
         jobs.append(M.raac_citation_job(ans))
         slots.append((len(items), "raac"))
@@ -257,25 +299,34 @@ def score_file(
     at_most_citations: int | None = 3,
     output: str | Path | None = None,
     only_ids: set[str] | None = None,
+    alce: bool = False,
 ) -> dict:
     """Score an output file and write ``<name>.score.json`` next to it (or to ``output``).
 
     ``only_ids``: score only the records of these items (``bench`` passes the items of the
     current selection, so a file that holds more items from a longer run is compared on the same
-    items as the other methods)."""
+    items as the other methods). ``alce``: ALCE's eval.py item by item, and its corpus ROUGE-Lsum
+    (bootstrap median) in the summary."""
     args, records = read_output_file(path)
     if only_ids is not None:
         records = [r for r in records if (r.get("citegraph") or {}).get("item_id") in only_ids]
     M.resolve_verifier(verifier)  # fail fast on a bad spec / missing weights
     dataset, items = score_records(records, verifier=verifier, dataset=dataset, cut_newline=cut_newline,
-                                   attach_trailing=attach_trailing, at_most_citations=at_most_citations)
+                                   attach_trailing=attach_trailing, at_most_citations=at_most_citations, alce=alce)
+    if alce:
+        cut_newline, attach_trailing = True, False
+    summary = summarize(items)
+    if alce and summary.get("rougeLsum") is not None:
+        summary["rougeLsum"] = 100 * M.alce_rouge_aggregate([s["rougeLsum"] / 100 for s in items
+                                                             if isinstance(s.get("rougeLsum"), (int, float))])
     result = {
         "input": str(path),
         "method": args.get("method"),
         "dataset": dataset,
         "verifier": verifier,
-        "settings": {"cut_newline": cut_newline, "attach_trailing": attach_trailing, "at_most_citations": at_most_citations},
-        "summary": summarize(items),
+        "settings": {"cut_newline": cut_newline, "attach_trailing": attach_trailing, "at_most_citations": at_most_citations,
+                     "alce": alce},
+        "summary": summary,
         "ci95": {k: list(v) for k, v in bootstrap(items).items()},
         "items": items,
     }

@@ -9,15 +9,16 @@ and resamples module outputs with the verifier.
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
+from citegraph.graphs.base import MethodGraph
 from citegraph.nodes.genprog import attribute, execute_tree, fan_out, plan, prepare_sources, review
 from citegraph.state.base import InputState, OutputState
 from citegraph.state.genprog import GenProgContext, GenProgState, TreeTask
 
 
 def build(checkpointer=None):
-    g = StateGraph(GenProgState, context_schema=GenProgContext, input_schema=InputState, output_schema=OutputState)
+    g = MethodGraph(GenProgState, context_schema=GenProgContext, input_schema=InputState, output_schema=OutputState)
     g.add_node("prepare_sources", prepare_sources)
     g.add_node("plan", plan)
     g.add_node("review", review)

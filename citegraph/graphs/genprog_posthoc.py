@@ -4,15 +4,16 @@ program's leaves are the sentence's attributions. Output: the AttributedAnswer o
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
+from citegraph.graphs.base import MethodGraph
 from citegraph.nodes.genprog import attribute_posthoc, plan_posthoc, prepare_posthoc, review_posthoc
 from citegraph.state.base import OutputState
 from citegraph.state.genprog import GenProgPosthocContext, GenProgPosthocInput, GenProgPosthocState
 
 
 def build(checkpointer=None):
-    g = StateGraph(GenProgPosthocState, context_schema=GenProgPosthocContext, input_schema=GenProgPosthocInput,
+    g = MethodGraph(GenProgPosthocState, context_schema=GenProgPosthocContext, input_schema=GenProgPosthocInput,
                    output_schema=OutputState)
     g.add_node("prepare_sources", prepare_posthoc)
     g.add_node("plan", plan_posthoc)

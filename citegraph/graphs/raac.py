@@ -18,8 +18,9 @@ The subgraphs share :class:`RaacState` and receive the parent's Context (LangGra
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
+from citegraph.graphs.base import MethodGraph
 from citegraph.nodes.raac import (
     assess, discover, feedback, finalize, generate, prepare, refine, restrict, route_after_assess,
     route_after_feedback, route_after_refine, route_citation_agent, route_text_agent, select_best, simplify,
@@ -31,7 +32,7 @@ from citegraph.state.raac import RaacContext, RaacState
 
 def build_text_agent(checkpointer=None):
     """TextAgent: initial generation, then feedback/refine rounds; returns the best summary."""
-    g = StateGraph(RaacState, context_schema=RaacContext)
+    g = MethodGraph(RaacState, context_schema=RaacContext)
     g.add_node("generate", generate)
     g.add_node("feedback", feedback)
     g.add_node("refine", refine)
@@ -46,7 +47,7 @@ def build_text_agent(checkpointer=None):
 
 def build_citation_agent(checkpointer=None):
     """CitationAgent: Validator → Simplifier → Discovery."""
-    g = StateGraph(RaacState, context_schema=RaacContext)
+    g = MethodGraph(RaacState, context_schema=RaacContext)
     g.add_node("validate", validate)
     g.add_node("simplify", simplify)
     g.add_node("discover", discover)
@@ -58,7 +59,7 @@ def build_citation_agent(checkpointer=None):
 
 
 def build(checkpointer=None):
-    g = StateGraph(RaacState, context_schema=RaacContext, input_schema=InputState, output_schema=OutputState)
+    g = MethodGraph(RaacState, context_schema=RaacContext, input_schema=InputState, output_schema=OutputState)
     g.add_node("prepare", prepare)
     g.add_node("text_agent", build_text_agent())
     g.add_node("vanilla_generate", vanilla_generate)

@@ -12,6 +12,7 @@ class GraphEntry:
     module: str
     context: str  # "module:Class"
     summary: str
+    answer_input: str | None = None  # an input the method needs beside question/documents (an answer to attribute)
 
 
 GRAPHS: dict[str, GraphEntry] = {
@@ -28,7 +29,8 @@ GRAPHS: dict[str, GraphEntry] = {
     "genprog": GraphEntry("genprog", "citegraph.graphs.genprog", "citegraph.state.genprog:GenProgContext",
                           "GenerationPrograms: plan a program of text modules over S-ids, parse safely, execute, cite the leaves."),
     "genprog-posthoc": GraphEntry("genprog-posthoc", "citegraph.graphs.genprog_posthoc", "citegraph.state.genprog:GenProgPosthocContext",
-                                  "GenerationPrograms post-hoc: a program reconstructs each given answer sentence; its leaves are the attributions."),
+                                  "GenerationPrograms post-hoc: a program reconstructs each given answer sentence; its leaves are the attributions.",
+                                  answer_input="answer_text"),
     "squai": GraphEntry("squai", "citegraph.graphs.squai", "citegraph.state.squai:SquaiContext",
                         "SQuAI: decompose, hybrid retrieval per sub-question, per-document answer + Yes/No log-odds judge, adaptive filter, cited answer with supporting sentences."),
     "rag": GraphEntry("rag", "citegraph.graphs.rag", "citegraph.state.squai:RagContext",

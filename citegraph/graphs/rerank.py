@@ -3,15 +3,16 @@ ALCE citation recall (by the Context's verifier)."""
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
+from citegraph.graphs.base import MethodGraph
 from citegraph.nodes.alce_baselines import rerank, sample
 from citegraph.state.alce_baselines import RerankContext, RerankState
 from citegraph.state.base import InputState, OutputState
 
 
 def build(checkpointer=None):
-    g = StateGraph(RerankState, context_schema=RerankContext, input_schema=InputState, output_schema=OutputState)
+    g = MethodGraph(RerankState, context_schema=RerankContext, input_schema=InputState, output_schema=OutputState)
     g.add_node("sample", sample)
     g.add_node("rerank", rerank)
     g.add_edge(START, "sample")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
+from citegraph.graphs.base import MethodGraph
 from citegraph.nodes.alce_baselines import attribute_snippet, extract, fan_out_extract, generate_from_snippets, prepare_notes
 from citegraph.state.alce_baselines import DocTask, SnippetContext, SnippetState
 from citegraph.state.base import InputState, OutputState
 
 
 def build(checkpointer=None):
-    g = StateGraph(SnippetState, context_schema=SnippetContext, input_schema=InputState, output_schema=OutputState)
+    g = MethodGraph(SnippetState, context_schema=SnippetContext, input_schema=InputState, output_schema=OutputState)
     g.add_node("extract", extract, input_schema=DocTask)
     g.add_node("generate", generate_from_snippets)
     g.add_node("attribute", attribute_snippet)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
+from citegraph.graphs.base import MethodGraph
 from citegraph.nodes.alce_baselines import attribute_summ, fan_out_summarize, generate_from_summaries, prepare_notes, summarize
 from citegraph.state.alce_baselines import DocTask, SummContext, SummState
 from citegraph.state.base import InputState, OutputState
 
 
 def build(checkpointer=None):
-    g = StateGraph(SummState, context_schema=SummContext, input_schema=InputState, output_schema=OutputState)
+    g = MethodGraph(SummState, context_schema=SummContext, input_schema=InputState, output_schema=OutputState)
     g.add_node("summarize", summarize, input_schema=DocTask)
     g.add_node("generate", generate_from_summaries)
     g.add_node("attribute", attribute_summ)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
+from citegraph.graphs.base import MethodGraph
 from citegraph.nodes.vanilla import attribute, generate
 from citegraph.state.base import InputState, OutputState
 from citegraph.state.vanilla import VanillaContext, VanillaState
 
 
 def build(checkpointer=None):
-    g = StateGraph(VanillaState, context_schema=VanillaContext, input_schema=InputState, output_schema=OutputState)
+    g = MethodGraph(VanillaState, context_schema=VanillaContext, input_schema=InputState, output_schema=OutputState)
     g.add_node("generate", generate)
     g.add_node("attribute", attribute)
     g.add_edge(START, "generate")

@@ -1,8 +1,9 @@
 """Parse ``[n]``-cited text into sentences with citations.
 
 Handles ``[1][2]``, ``[1, 2]``, ``[1-3]``, ``[Doc 2]``; citations placed after the period (attached to
-the preceding sentence unless ``attach_trailing=False``, which reproduces ALCE's eval.py, where they
-count for the next sentence); out-of-range ids (dropped, with a warning); text without citations.
+the preceding sentence unless ``attach_trailing=False``: as in ALCE's eval.py, they count for the
+next sentence; ``citegraph eval --alce`` reproduces ALCE's reading exactly with
+:func:`citegraph.nodes.metrics.alce_exact_units`); out-of-range ids (dropped, with a warning); text without citations.
 """
 
 from __future__ import annotations

@@ -23,12 +23,12 @@ import os
 import re
 import threading
 import time
-from typing import Any, Callable, NamedTuple, Sequence, TypeVar
+from typing import Any, Callable, Iterator, NamedTuple, Sequence, TypeVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
 
@@ -138,14 +138,7 @@ class LlamaCppChat(BaseChatModel):
     def llama(self):
         return _load_llama(self.model_path, self.n_ctx, self.n_threads)
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        llm = self.llama
+    def _params(self, stop: list[str] | None, kwargs: dict[str, Any]) -> dict[str, Any]:
         temperature = kwargs.get("temperature", self.temperature)
         params: dict[str, Any] = {
             "temperature": temperature,
@@ -156,6 +149,17 @@ class LlamaCppChat(BaseChatModel):
             params["seed"] = next(self._calls)  # reproducible yet distinct samples
         if kwargs.get("json_schema"):
             params["response_format"] = {"type": "json_object", "schema": kwargs["json_schema"]}
+        return params
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        llm = self.llama
+        params = self._params(stop, kwargs)
         msgs = [_to_openai(m) for m in messages]
         with _llama_locks[id(llm)]:
             try:
@@ -174,6 +178,44 @@ class LlamaCppChat(BaseChatModel):
             response_metadata={"finish_reason": choice.get("finish_reason"), "model_name": os.path.basename(self.model_path)},
         )
         return ChatResult(generations=[ChatGeneration(message=msg)], llm_output={"token_usage": usage})
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """Tokens as llama.cpp decodes them (LangChain uses this under ``stream()`` and LangGraph's
+        ``stream_mode="messages"``, i.e. in Studio). The last chunk carries the usage (prompt tokens
+        counted on the chat-formatted prompt, one completion token per decoded token) and the finish
+        reason, so the aggregated message equals what :meth:`_generate` returns."""
+        llm = self.llama
+        params = self._params(stop, kwargs)
+        msgs = [_to_openai(m) for m in messages]
+        n_prompt = len(llm.tokenize(_chat_formatter(llm)(messages=msgs).prompt.encode(), add_bos=False, special=True))
+        n_out, finish = 0, None
+        with _llama_locks[id(llm)]:
+            try:
+                stream = llm.create_chat_completion(messages=msgs, stream=True, **params)
+                for part in stream:
+                    choice = (part.get("choices") or [{}])[0]
+                    finish = choice.get("finish_reason") or finish
+                    delta = (choice.get("delta") or {}).get("content") or ""
+                    if not delta:
+                        continue
+                    n_out += 1
+                    chunk = ChatGenerationChunk(message=AIMessageChunk(content=delta))
+                    if run_manager is not None:
+                        run_manager.on_llm_new_token(delta, chunk=chunk)
+                    yield chunk
+            except ValueError as e:  # prompt longer than the context window
+                raise ModelError(f"llama.cpp rejected the prompt: {e}") from e
+        yield ChatGenerationChunk(message=AIMessageChunk(
+            content="",
+            usage_metadata={"input_tokens": n_prompt, "output_tokens": n_out, "total_tokens": n_prompt + n_out},
+            response_metadata={"finish_reason": finish, "model_name": os.path.basename(self.model_path)},
+        ))
 
     # -- Yes/No judge: eval the prompt, read the last token's logits (no logits_all needed)
     def yes_probability(self, messages: list[BaseMessage]) -> float:
@@ -309,6 +351,17 @@ class ScriptedChatModel(BaseChatModel):
             response_metadata={"finish_reason": finish},
         )
         return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs) -> Iterator[ChatGenerationChunk]:
+        """The scripted reply in word-sized pieces (whitespace kept), usage and finish reason last."""
+        msg = self._generate(messages, stop=stop, **kwargs).generations[0].message
+        for piece in re.findall(r"\S+\s*|\s+", msg.content):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            if run_manager is not None:
+                run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+        yield ChatGenerationChunk(message=AIMessageChunk(
+            content="", usage_metadata=msg.usage_metadata, response_metadata=msg.response_metadata))
 
     def yes_probability(self, messages: list[BaseMessage]) -> float:
         text = "\n".join(str(m.content) for m in messages)

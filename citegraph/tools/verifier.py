@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from citegraph.errors import ModelError
+from citegraph.tools.progress import emit
 from citegraph.tools.usage import record_verifier
 
 Pair = tuple[str, str]
@@ -96,6 +97,10 @@ class Verifier:
         raise NotImplementedError
 
     # -- public API ---------------------------------------------------------------------------
+    # progress: a backend that scores in several batches emits "verifier_batch" after each of them;
+    # for the others score() emits one event per call (citegraph.tools.progress)
+    _reports_batches = False
+
     def score(self, pairs: Sequence[Pair]) -> list[float]:
         """Return P(entailed) for each ``(premise, hypothesis)``; repeated pairs are scored once."""
         pairs = [(str(p), str(h)) for p, h in pairs]
@@ -117,6 +122,8 @@ class Verifier:
                 t0 = time.perf_counter()
                 scores = self._score_uncached(model_todo)
                 self.stats.seconds += time.perf_counter() - t0
+                if not self._reports_batches:  # backends that batch internally report each batch themselves
+                    emit("verifier_batch", verifier=self.spec, done=len(model_todo), total=len(model_todo))
                 if len(scores) != len(model_todo):
                     raise RuntimeError(f"verifier {self.spec!r} returned {len(scores)} scores for {len(model_todo)} pairs")
                 fresh.update({pair: float(s) for pair, s in zip(model_todo, scores)})
@@ -219,6 +226,8 @@ def entailment_index(id2label: dict | None, num_labels: int) -> int:
 class _HFVerifier(Verifier):
     """Shared tokenisation, premise windowing and length-sorted batching."""
 
+    _reports_batches = True
+
     def __init__(
         self,
         spec: str,
@@ -315,6 +324,7 @@ class _HFVerifier(Verifier):
                 chunk = items[b: b + self.batch_size]
                 probs = self._forward([(w, h) for _, w, h, _ in chunk])
                 self.stats.batches += 1
+                emit("verifier_batch", verifier=self.spec, done=min(b + self.batch_size, len(items)), total=len(items))
                 for (i, _, _, _), pr in zip(chunk, probs):
                     if pr > best[i]:
                         best[i] = pr
@@ -421,6 +431,8 @@ class LLMJudgeVerifier(Verifier):
     maximum over windows is taken, as for the cross-encoders.
     """
 
+    _reports_batches = True
+
     def __init__(self, spec: str = "llm-judge", chat_spec: str = "local", max_premise_chars: int = 6000,
                  window_overlap_chars: int = 500, prompt: str = JUDGE_PROMPT,
                  yes_probability: Callable[[str, str], float] | None = None, **kw):
@@ -449,10 +461,12 @@ class LLMJudgeVerifier(Verifier):
     def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
         # pairs grouped by premise: a local model re-uses the cached passage prefix between claims
         out = [0.0] * len(pairs)
+        start = self.stats.batches
         for i in sorted(range(len(pairs)), key=lambda i: pairs[i][0]):
             p, h = pairs[i]
             self.stats.batches += 1
             out[i] = max(self._yes(self.prompt.format(premise=w, hypothesis=h)) for w in self._windows(p))
+            emit("verifier_batch", verifier=self.spec, done=self.stats.batches - start, total=len(pairs))
         return out
 
 

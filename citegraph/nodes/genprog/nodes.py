@@ -14,6 +14,7 @@ from citegraph.state.genprog import (
     GenProgContext, GenProgState, ModuleExecution, SourceSentence, TreeResult, TreeTask,
 )
 from citegraph.tools.models import chat_text
+from citegraph.tools.progress import emit
 from citegraph.tools.program import LLM_MODULES, ParsedProgram, ProgramError, SentenceRef, leaf_ids, parse_program, post_order
 
 
@@ -156,10 +157,12 @@ def execute_tree(task: TreeTask, runtime: Runtime[GenProgContext]) -> dict:
         from citegraph.tools.verifier import get_verifier
 
         verifier = get_verifier(ctx.verifier)
+    n_modules = sum(not isinstance(node, SentenceRef) for _, node in post_order(root))
     for path, node in post_order(root):
         if isinstance(node, SentenceRef):
             values[path] = task.sources.get(node.id, "")
             continue
+        emit("genprog_module", tree=task.tree, module=len(execs) + 1, of=n_modules, fn=node.fn, leaves=leaf_ids(node))
         inputs = [values[f"{path}.{i}"] for i in range(len(node.args))]
         ex = ModuleExecution(tree=task.tree, path=path, fn=node.fn, instruction=node.instruction,
                              inputs=inputs, leaves=leaf_ids(node))

@@ -1,7 +1,7 @@
 """Summary Calibration (parent graph): prepare the documents, assess citation F1, gate, restrict the
 documents to D_adp, finalize.
 
-Assessment uses the evaluator's RAAC sentence metric (``citegraph.eval.metrics.raac_citation_f1``),
+Assessment uses the evaluator's RAAC sentence metric (``citegraph.nodes.metrics.raac_citation_f1``),
 never a copy. The gate: F1 >= tau ends the run; otherwise the documents are restricted to the union
 of the citations in the TextAgent output (D_adp) and TextAgent + CitationAgent run again; the new
 answer is accepted only if its F1 is higher, else the previous one is kept and the run stops. At
@@ -16,11 +16,12 @@ from langgraph.runtime import Runtime
 from citegraph.state import AttributedAnswer
 from citegraph.nodes.raac.citation_agent import raac_verifier
 from citegraph.state.raac import CalibrationRecord, RaacContext, RaacState
+from citegraph.tools.progress import emit
 
 
 def citation_f1(answer: AttributedAnswer, verifier: str):
     """RAAC's citation F1 from the evaluator (indirection so tests can substitute it)."""
-    from citegraph.eval.metrics import raac_citation_f1
+    from citegraph.nodes.metrics import raac_citation_f1
 
     return raac_citation_f1(answer, verifier)
 
@@ -111,6 +112,8 @@ def assess(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
                 rec.next = "restrict"
                 rec.reason = f"F1 {best_f1:.3f} < tau {ctx.tau}: re-run on D_adp={d_adp} (citations of the {source})"
                 next_docs = d_adp
+    emit("raac_calibration", calibration_round=r, of=ctx.max_calibration_rounds, f1=rec.f1, decision=rec.decision,
+         next=rec.next, reason=rec.reason)
     return {**update, "calibrations": [*state.calibrations, rec], "next_documents": next_docs}
 
 

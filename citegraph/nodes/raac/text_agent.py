@@ -21,6 +21,7 @@ from citegraph.state.raac import (
 )
 from citegraph.tools.citations import extract_citations, parse_cited_text, strip_citations
 from citegraph.tools.models import TRUNCATED, chat_reply, chat_text, structured
+from citegraph.tools.progress import emit
 from citegraph.tools.sentences import split_sentences
 
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised\s+summary|summary|answer|revised)(?:\*\*)?\s*:\s*", re.I)
@@ -302,6 +303,8 @@ def feedback(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
         stop = "max score"
     elif state.text_round >= max(1, ctx.k):
         stop = f"k={ctx.k} rounds"
+    emit("raac_round", round=state.text_round, of=max(1, ctx.k), calibration_round=state.calibration_round,
+         scores=scores, total=last.total, stop=stop or None)
     return {"rounds": rounds, "text_stop": stop}
 
 

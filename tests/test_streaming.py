@@ -1,0 +1,146 @@
+"""Watching a run: tokens on ``stream_mode="messages"``, progress events on ``stream_mode="custom"``,
+and ``citegraph ask``'s status line reading the same events."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from citegraph.graphs.registry import build_graph
+from citegraph.state import Document
+from citegraph.state.raac import RaacContext
+from citegraph.state.vanilla import VanillaContext
+from citegraph.tools.progress import emit
+from test_raac import Router, fb, make_verifier, refined
+
+DOCS = [
+    Document(id="a", title="Alpha", text="Alpha was founded in 1901 by Ann."),
+    Document(id="b", title="Beta", text="Beta is a river in Chile."),
+]
+REPLY = "Alpha was founded in 1901 [1]. Beta is a river in Chile [2]."
+
+
+def test_messages_stream_yields_tokens_that_add_up_to_the_reply(scripted):
+    spec, _ = scripted([REPLY])
+    g = build_graph("vanilla")
+    pieces, nodes = [], set()
+    for chunk, meta in g.stream({"question": "What are Alpha and Beta?", "documents": DOCS},
+                                context=VanillaContext(llm=spec), stream_mode="messages"):
+        pieces.append(chunk.content)
+        nodes.add(meta.get("langgraph_node"))
+    assert len([p for p in pieces if p]) > 5  # token by token, not one message at the end
+    assert "".join(pieces) == REPLY
+    assert nodes == {"generate"}
+
+
+def test_streamed_call_keeps_usage_and_finish_reason(scripted):
+    """The aggregated streamed message carries what the cost counters and truncation checks read."""
+    from citegraph.tools.models import as_messages, get_chat_model
+
+    spec, _ = scripted([REPLY])
+    model = get_chat_model(spec)
+    agg = None
+    for c in model.stream(as_messages("q")):
+        agg = c if agg is None else agg + c
+    assert agg.content == REPLY
+    assert agg.usage_metadata["output_tokens"] == len(REPLY.split())
+    assert agg.response_metadata["finish_reason"] == "stop"
+
+
+def test_raac_rounds_and_verifier_batches_arrive_in_order(scripted):
+    router = Router(gen=["Alpha was founded in 1901 [1]."], feedback=[fb(2), fb(2)],
+                    refine=[refined("Alpha was founded in 1901 by Ann [1]."), refined("Alpha, 1901 [1].")])
+    spec, _ = scripted(router)
+    vspec, _ = make_verifier(lambda p, h: 1.0)
+    ctx = RaacContext(llm=spec, verifier=vspec, k=2, objective_checks=False)
+    # the TextAgent and CitationAgent are subgraphs: their events come with subgraphs=True (as in Studio)
+    events = [e for _, e in build_graph("raac").stream({"question": "What is Alpha?", "documents": DOCS},
+                                                       context=ctx, stream_mode="custom", subgraphs=True)]
+    rounds = [e for e in events if e["event"] == "raac_round"]
+    assert [(e["round"], e["of"]) for e in rounds] == [(1, 2), (2, 2)]
+    assert rounds[0]["total"] == 12 and rounds[-1]["stop"] == "k=2 rounds"
+    batches = [e for e in events if e["event"] == "verifier_batch"]
+    assert batches and all(e["verifier"] == vspec and 0 < e["done"] <= e["total"] for e in batches)
+    # the verifier runs after the TextAgent's last round (CitationAgent, calibration)
+    first_batch = events.index(batches[0])
+    assert first_batch > events.index(rounds[-1])
+    assert any(e["event"] == "raac_calibration" for e in events[first_batch:])
+    json.dumps(events)  # every event is JSON-able (the SDK sends them over HTTP)
+
+
+def test_emit_outside_a_run_is_a_no_op():
+    emit("anything", x=1)  # no graph, no writer: nothing happens, nothing raises
+
+
+def test_answer_item_reports_nodes_and_custom_events(scripted):
+    from citegraph.cli.ask import describe_event
+    from citegraph.eval.datasets import Item
+    from citegraph.eval.runner import answer_item
+
+    router = Router(gen=["Alpha was founded in 1901 [1]."], feedback=[fb(3)])
+    spec, _ = scripted(router)
+    vspec, _ = make_verifier(lambda p, h: 1.0)
+    seen: list[dict] = []
+    ans, usage = answer_item(build_graph("raac"), Item(id="x", question="What is Alpha?", documents=DOCS),
+                             RaacContext(llm=spec, verifier=vspec, k=3, objective_checks=False), on_event=seen.append)
+    assert ans.sentences and ans.sentences[0].citations == [1]
+    assert usage["llm_calls"] >= 2
+    nodes = [e["node"] for e in seen if e["event"] == "node"]
+    assert nodes[0] == "prepare" and nodes[-1] == "finalize" and "feedback" in nodes
+    line = describe_event(next(e for e in seen if e["event"] == "raac_round"))
+    assert line.startswith("RAAC round 1/3: feedback total 18") and "max score" in line
+
+
+@pytest.mark.slow
+def test_llamacpp_stream_matches_generate():
+    """The embedded model streams token by token; the joined tokens, usage and finish reason equal
+    the non-streamed call's (greedy, same prompt, cache emptied in between)."""
+    from citegraph.tools.models import as_messages, get_chat_model, reset_local_models
+
+    try:
+        model = get_chat_model("local")
+        msgs = as_messages("Name three colours, one per line.")
+        whole = model.invoke(msgs, max_tokens=24)
+    except Exception as e:  # noqa: BLE001 - the embedded model is an optional extra
+        pytest.skip(f"embedded model unavailable: {e}")
+    reset_local_models()
+    chunks = list(model.stream(msgs, max_tokens=24))
+    agg = chunks[0]
+    for c in chunks[1:]:
+        agg = agg + c
+    assert len([c for c in chunks if c.content]) >= 3
+    assert agg.content == whole.content
+    assert agg.usage_metadata == whole.usage_metadata
+    assert agg.response_metadata["finish_reason"] == whole.response_metadata["finish_reason"]
+
+
+def test_unexpected_error_in_a_node_names_the_node_and_keeps_ours():
+    from typing import TypedDict
+
+    from langgraph.graph import END, START
+
+    from citegraph.errors import ModelError, NodeError
+    from citegraph.graphs.base import MethodGraph
+
+    class S(TypedDict):
+        x: int
+
+    def divide(state: S) -> dict:
+        return {"x": 1 // state["x"]}
+
+    def unreachable_model(state: S) -> dict:
+        raise ModelError("model endpoint down")
+
+    g = MethodGraph(S)
+    g.add_node("divide", divide)
+    g.add_node(unreachable_model)
+    g.add_edge(START, "divide")
+    g.add_edge("divide", "unreachable_model")
+    g.add_edge("unreachable_model", END)
+    app = g.compile()
+    with pytest.raises(NodeError, match=r"^node 'divide' failed: ZeroDivisionError: integer division or modulo by zero") as e:
+        app.invoke({"x": 0})
+    assert isinstance(e.value.__cause__, ZeroDivisionError) and e.value.node == "divide"
+    with pytest.raises(ModelError, match="model endpoint down"):  # our own errors pass through unchanged
+        app.invoke({"x": 1})
