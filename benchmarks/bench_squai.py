@@ -77,7 +77,7 @@ def top10(question: str, docs, k: int = 10):
 
     ctx = RagContext()
     return [c.document for c in candidates_for(open_corpus("", docs), 0, question, k=k, mode=ctx.retrieval_mode,
-                                               w_sparse=ctx.w_sparse, candidate_factor=ctx.candidate_factor)]
+                                               alpha=ctx.retrieval_alpha, candidate_factor=ctx.candidate_factor)]
 
 
 def answer(method: str, qid: str, question: str, docs, args) -> dict:

@@ -53,9 +53,13 @@ class Corpus:
     def from_documents(cls, docs: list[Document]) -> "Corpus":
         return cls(docs)
 
+    opened: dict[str, "Corpus"] = {}
+
     @classmethod
     def open(cls, spec: str) -> "Corpus":
-        raise FileNotFoundError(spec)
+        if spec not in cls.opened:
+            raise FileNotFoundError(spec)
+        return cls.opened[spec]
 
     def search(self, query: str, k: int = 10, mode: str = "hybrid", alpha: float = 0.65) -> list[Hit]:
         Corpus.searches.append({"query": query, "k": k, "mode": mode, "alpha": alpha})
@@ -68,4 +72,5 @@ class Corpus:
 def as_module() -> types.ModuleType:
     mod = types.ModuleType("citegraph.corpus")
     mod.Corpus, mod.Chunk, mod.Hit = Corpus, Chunk, Hit
+    mod.open_corpus = Corpus.open
     return mod

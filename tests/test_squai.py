@@ -272,16 +272,28 @@ def test_rag_top_k_in_one_prompt_with_citations(scripted, fake_corpus):
     assert all(f"[{i}]" in prompt for i in range(1, 5)) and "Cite the supporting document" in prompt
 
 
+def test_index_when_no_documents_are_given(scripted, fake_corpus):
+    from citegraph.errors import InputError
+
+    fake_corpus.Corpus.opened = {"idx/": fake_corpus.Corpus(DOCS[:2])}
+    spec, model = scripted(script("", "Quantum computing uses qubits [1]."))
+    g = build_graph("rag")
+    out = g.invoke({"question": QUESTION, "documents": []}, context=RagContext(llm=spec, corpus="idx/"))
+    assert [d.id for d in out["answer"].documents] == ["q1", "q2"]
+    with pytest.raises(InputError, match="no documents given and no corpus"):
+        g.invoke({"question": QUESTION, "documents": []}, context=RagContext(llm=spec))
+
+
 def test_context_knob_ranges():
     from citegraph.errors import InputError
 
     with pytest.raises(InputError):
         SquaiContext(top_k=2)
     with pytest.raises(InputError):
-        SquaiContext(w_sparse=1.5)
+        SquaiContext(retrieval_alpha=1.5)
     with pytest.raises(InputError):
         SquaiContext(judge="maybe")
-    assert SquaiContext().w_sparse == 0.35 and SquaiContext().filter_n == 0.5 and SquaiContext().top_k == 5
+    assert SquaiContext().w_sparse == pytest.approx(0.35) and SquaiContext().retrieval_alpha == 0.65 and SquaiContext().filter_n == 0.5 and SquaiContext().top_k == 5
 
 
 # --------------------------------------------------------------------------- DeepEval-style metrics

@@ -22,16 +22,23 @@ JUDGE_MODES = ("auto", "logodds", "verbal")
 
 @dataclass(kw_only=True)
 class RetrievalKnobs:
-    """Retrieval knobs shared by ``squai`` and ``rag``."""
+    """Retrieval knobs shared by ``squai`` and ``rag`` (the same names as every graph's open-domain
+    knobs; here retrieval runs inside the graph, per sub-question for SQuAI)."""
 
-    corpus: str = knob("", "Index spec for Corpus.open (a directory, or chroma+http://host:port/collection); "
-                           "empty = retrieve among the documents given with the question.")
+    corpus: str = knob("", "Index to retrieve from (an index folder, chroma+http://HOST:PORT/COLLECTION or "
+                           "retriever:<name>) when the input has no documents; with documents, retrieval runs among "
+                           "them (an in-memory index). Either is required.")
     retrieval_mode: str = knob("hybrid", "Retriever: hybrid (weighted sum of min-max normalised scores), bm25, dense, rrf.",
                                choices=RETRIEVAL_MODES)
-    w_sparse: float = knob(0.35, "Weight of the SPARSE (BM25) score in hybrid retrieval: the paper's alpha in "
-                                 "alpha*S_sparse + (1-alpha)*S_dense (0.35 after Mosquera et al.). The SQuAI code's "
-                                 "alpha=0.65 is the DENSE weight, i.e. the same weighting; the corpus layer's alpha is "
-                                 "1 - w_sparse.", ge=0.0, le=1.0)
+    retrieval_alpha: float = knob(0.65, "Hybrid retrieval: weight of the DENSE score (the corpus layer's alpha). 0.65 is "
+                                        "the paper's alpha = w_sparse = 0.35 on the BM25 score "
+                                        "(S = 0.35*S_sparse + 0.65*S_dense, after Mosquera et al.), which the SQuAI code "
+                                        "writes as alpha = 0.65 on the dense score: the same weighting.", ge=0.0, le=1.0)
+
+    @property
+    def w_sparse(self) -> float:
+        """The paper's alpha: the weight of the sparse (BM25) score, 1 - retrieval_alpha."""
+        return 1.0 - self.retrieval_alpha
 
 
 @dataclass(kw_only=True)

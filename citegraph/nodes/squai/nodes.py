@@ -91,7 +91,7 @@ def retrieve(task: SubQuestionTask, runtime: Runtime[SquaiContext]) -> dict:
     ctx = runtime.context
     corpus = open_corpus(ctx.corpus, task.documents)
     return {"candidates": candidates_for(corpus, task.sub_q, task.question, k=ctx.top_k, mode=ctx.retrieval_mode,
-                                         w_sparse=ctx.w_sparse, candidate_factor=ctx.candidate_factor)}
+                                         alpha=ctx.retrieval_alpha, candidate_factor=ctx.candidate_factor)}
 
 
 def collect(state: SquaiState) -> dict:
@@ -228,7 +228,7 @@ def merge(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
     try:
         corpus = open_corpus(ctx.corpus, state.documents)
         cands = candidates_for(corpus, -1, state.question, k=max(ctx.fallback_keep, 1), mode=ctx.retrieval_mode,
-                               w_sparse=ctx.w_sparse, candidate_factor=ctx.candidate_factor)[: ctx.fallback_keep]
+                               alpha=ctx.retrieval_alpha, candidate_factor=ctx.candidate_factor)[: ctx.fallback_keep]
     except Exception as e:  # noqa: BLE001 - a broken index must not crash the answer; recorded
         cands, reason = [], f"{reason}; fallback retrieval failed: {type(e).__name__}: {e}"
     merged = merge_documents([(c, None, "") for c in cands])

@@ -16,7 +16,7 @@ def retrieve(state: RagState, runtime: Runtime[RagContext]) -> dict:
     ctx = runtime.context
     corpus = open_corpus(ctx.corpus, state.documents)
     return {"retrieved": candidates_for(corpus, 0, state.question, k=ctx.top_k, mode=ctx.retrieval_mode,
-                                        w_sparse=ctx.w_sparse, candidate_factor=ctx.candidate_factor)}
+                                        alpha=ctx.retrieval_alpha, candidate_factor=ctx.candidate_factor)}
 
 
 def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:

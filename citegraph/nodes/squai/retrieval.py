@@ -29,17 +29,21 @@ def _docs_key(documents: list[Document]) -> str:
 
 
 def open_corpus(spec: str, documents: list[Document]):
-    """``Corpus.open(spec)``, or an in-memory ``Corpus.from_documents(documents)`` when ``spec`` is
-    empty. Cached per process (a few entries), so the sub-questions of one question share one index."""
+    """An in-memory ``Corpus.from_documents(documents)`` when documents are given (as every graph's
+    open-domain mode: given documents win), else the index ``spec`` names (``citegraph.corpus.open_corpus``).
+    Cached per process (a few entries), so the sub-questions of one question share one index."""
     if not spec and not documents:
         raise InputError("no documents given and no corpus set (corpus=<index spec>)")
-    key = f"spec:{spec}" if spec else _docs_key(documents)
+    key = _docs_key(documents) if documents else f"spec:{spec}"
     with _lock:
         if key in _cache:
             return _cache[key]
-    from citegraph.corpus import Corpus
+    import citegraph.corpus as corpus_layer
 
-    corpus = Corpus.open(spec) if spec else Corpus.from_documents(list(documents))
+    if documents:
+        corpus = corpus_layer.Corpus.from_documents(list(documents))
+    else:
+        corpus = corpus_layer.open_corpus(spec)
     with _lock:
         if len(_cache) >= _MAX_CACHED:
             _cache.pop(next(iter(_cache)))
@@ -55,10 +59,10 @@ def _as_document(chunk) -> Document:
     return Document(id=str(chunk.id), title=getattr(chunk, "title", "") or "", text=chunk.text)
 
 
-def search(corpus, query: str, *, k: int, mode: str, w_sparse: float, candidate_factor: int) -> list:
-    """``corpus.search`` with SQuAI's weighting: the corpus layer's ``alpha`` is the DENSE weight,
-    so alpha = 1 - w_sparse. ``candidates`` (per retriever) is passed where the corpus accepts it."""
-    kwargs = {"k": k, "mode": mode, "alpha": 1.0 - w_sparse}
+def search(corpus, query: str, *, k: int, mode: str, alpha: float, candidate_factor: int) -> list:
+    """``corpus.search``; ``alpha`` is the DENSE weight (SQuAI: 0.65, i.e. 0.35 on BM25).
+    ``candidates`` (per retriever: candidate_factor * k) is passed where the corpus accepts it."""
+    kwargs = {"k": k, "mode": mode, "alpha": alpha}
     try:
         params = inspect.signature(corpus.search).parameters
     except (TypeError, ValueError):
@@ -68,10 +72,10 @@ def search(corpus, query: str, *, k: int, mode: str, w_sparse: float, candidate_
     return list(corpus.search(query, **kwargs))
 
 
-def candidates_for(corpus, sub_q: int, question: str, *, k: int, mode: str, w_sparse: float,
+def candidates_for(corpus, sub_q: int, question: str, *, k: int, mode: str, alpha: float,
                    candidate_factor: int) -> list[Candidate]:
     out = []
-    for rank, hit in enumerate(search(corpus, question, k=k, mode=mode, w_sparse=w_sparse,
+    for rank, hit in enumerate(search(corpus, question, k=k, mode=mode, alpha=alpha,
                                       candidate_factor=candidate_factor)[:k]):
         chunk = hit.chunk
         out.append(Candidate(
