@@ -165,13 +165,24 @@ def filter_row(qid: str, question: str, docs, args) -> dict:
     t0 = time.perf_counter()
     with tracker.active():
         g.invoke({"question": question, "documents": docs}, {**cfg, "callbacks": [tracker]},
-                 context=SquaiContext(llm=args.llm, verifier=args.verifier), interrupt_before=["merge"])
+                 context=SquaiContext(llm=args.llm, verifier=args.verifier),
+                 interrupt_before=None if args.full_answers else ["merge"])
     st = g.get_state(cfg).values
     scores = {(j.sub_q, j.rank): j.rel_score for j in st["judgements"]}
     cands = [{"sub_q": c.sub_q, "rank": c.rank, "doc_id": c.doc_id or c.key, "rel_score": scores.get((c.sub_q, c.rank))}
              for c in st["candidates"]]
-    return {"key": qid, "id": qid, "question": question, "sub_questions": st["sub_questions"], "candidates": cands,
-            "llm_calls": tracker.totals()["llm_calls"], "seconds": round(time.perf_counter() - t0, 3)}
+    row = {"key": qid, "id": qid, "question": question, "sub_questions": st["sub_questions"], "candidates": cands,
+           "filters": [f.model_dump(mode="json") for f in st["filters"]],
+           "doc_answers": [a.model_dump(mode="json") for a in st["doc_answers"]],
+           "llm_calls": tracker.totals()["llm_calls"], "tokens": tracker.totals()["tokens"],
+           "nodes": tracker.per_node(), "seconds": round(time.perf_counter() - t0, 3)}
+    if args.full_answers and st.get("answer") is not None:
+        ans = st["answer"]
+        row.update({"answer": ans.render(), "merged": [m.key for m in st["merged"]], "fallback": st["fallback"],
+                    "evidence": [[e.model_dump(mode="json") for e in s.evidence] for s in ans.sentences],
+                    "citation_checks": [c.model_dump(mode="json") for c in st["citation_checks"]],
+                    "warnings": ans.warnings})
+    return row
 
 
 def filter_table(rows: list[dict]) -> str:
@@ -214,6 +225,10 @@ def main(argv=None) -> int:
     ap.add_argument("--no-score", action="store_true", help="answer only; score later")
     ap.add_argument("--filter-table", type=int, default=0, metavar="N", help="the judge-filter table on N questions")
     ap.add_argument("--minutes", type=float, default=0.0, help="stop starting new questions after this long (0 = no limit)")
+    ap.add_argument("--skip", type=int, default=0, help="filter table: start at this question (another process may do the first)")
+    ap.add_argument("--full-answers", action="store_true",
+                    help="filter table: run SQuAI to the end and journal the cited answer and its evidence too")
+    ap.add_argument("--report-only", action="store_true", help="print the tables from the journals; run nothing")
     args = ap.parse_args(argv)
     if not args.data.exists():
         print(f"data not found: {args.data}", file=sys.stderr)
@@ -227,8 +242,8 @@ def main(argv=None) -> int:
     if args.filter_table:
         questions, docs = load(args.data, args.filter_table, args.corpus_items)
         j = Journal(args.out / "filter.jsonl")
-        for qid, q in questions:
-            if qid in j.rows:
+        for qid, q in questions[args.skip:]:
+            if qid in j.rows or args.report_only:
                 continue
             if not time_left():
                 break
@@ -250,6 +265,8 @@ def main(argv=None) -> int:
     for qid, q in questions:
         for m in methods:
             key = f"{m}/{qid}"
+            if args.report_only:
+                continue
             if key not in answers.rows:
                 if not time_left():
                     break

@@ -388,3 +388,13 @@ def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path,
     assert "Judge filter on 2 question(s), corpus of 4 chunks" in printed
     # q0's own chunks (Qubits) are judged relevant and kept; q1's (bread) are not, q0's are kept there
     assert "| 0.5 | 2 | 2.00 | 1.00 | 0.500 | 0.500 | 2.00 |" in printed, printed
+    # --full-answers finishes the graph and journals the cited answer; --report-only runs nothing
+    out2 = tmp_path / "run2"
+    base = ["--data", str(data), "--llm", spec, "--verifier", verifier[0], "--out", str(out2)]
+    assert bench_squai.main(base + ["--filter-table", "2", "--skip", "1", "--full-answers"]) == 0
+    frows = [json.loads(x) for x in (out2 / "filter.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in frows] == ["q1"] and frows[0]["answer"].endswith("[1].")
+    assert frows[0]["filters"][0]["threshold"] is not None
+    n_calls = len(model.calls)
+    assert bench_squai.main(base + ["--filter-table", "2", "--report-only"]) == 0
+    assert len(model.calls) == n_calls and "Judge filter on 1 question(s)" in capsys.readouterr().out
