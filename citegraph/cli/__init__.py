@@ -6,6 +6,7 @@
     citegraph run vanilla --input ../shared/data/alce/asqa_dev60.json --output out.json --limit 5
     citegraph verify --pairs claims.jsonl
     citegraph eval --input out.json
+    citegraph index build --corpus papers.jsonl --index idx/
     citegraph bench --methods vanilla,summ --data ../shared/data/alce/asqa_dev60.json --limit 20 --out runs/asqa
 
 Argument parsing and file I/O live here, never in ``citegraph.tools``. Bad input: one line on stderr,
@@ -26,7 +27,7 @@ from citegraph.errors import InputError, ModelError
 __all__ = ["main", "build_parser", "parse_set", "print_answer", "EXIT_INPUT", "EXIT_MODEL"]
 
 # subcommand modules, in the order `citegraph --help` lists them
-COMMANDS = ["graphs", "ask", "run", "verify", "eval", "bench"]
+COMMANDS = ["graphs", "ask", "run", "verify", "eval", "bench", "index"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,11 +25,12 @@ def parse_set(pairs: Sequence[str] | None) -> dict[str, Any]:
     return out
 
 
-def method_context(method: str, args) -> Any:
-    """The method's Context from ``--set`` plus ``--llm`` / ``--verifier`` where the method has them."""
+def method_context(method: str, args, **extra: Any) -> Any:
+    """The method's Context from ``--set`` plus ``--llm`` / ``--verifier`` where the method has them
+    (``extra``: settings a subcommand's own flags give, e.g. ``ask --index``; ``--set`` wins)."""
     from citegraph.graphs.registry import context_class, make_context
 
-    overrides = parse_set(getattr(args, "set", None))
+    overrides = {**extra, **parse_set(getattr(args, "set", None))}
     names = {f.name for f in fields(context_class(method))}
     for key in ("llm", "verifier"):
         val = getattr(args, key, None)

@@ -9,9 +9,10 @@ and resamples module outputs with the verifier.
 
 from __future__ import annotations
 
-from langgraph.graph import END, START
+from langgraph.graph import END
 
 from citegraph.graphs.base import MethodGraph
+from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.genprog import attribute, execute_tree, fan_out, plan, prepare_sources, review
 from citegraph.state.base import InputState, OutputState
 from citegraph.state.genprog import GenProgContext, GenProgState, TreeTask
@@ -24,7 +25,7 @@ def build(checkpointer=None):
     g.add_node("review", review)
     g.add_node("execute_tree", execute_tree, input_schema=TreeTask)
     g.add_node("attribute", attribute)
-    g.add_edge(START, "prepare_sources")
+    start_with_retrieval(g, "prepare_sources")
     g.add_edge("prepare_sources", "plan")
     g.add_edge("plan", "review")
     g.add_conditional_edges("review", fan_out, ["execute_tree", "attribute"])

@@ -4,9 +4,10 @@ program's leaves are the sentence's attributions. Output: the AttributedAnswer o
 
 from __future__ import annotations
 
-from langgraph.graph import END, START
+from langgraph.graph import END
 
 from citegraph.graphs.base import MethodGraph
+from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.genprog import attribute_posthoc, plan_posthoc, prepare_posthoc, review_posthoc
 from citegraph.state.base import OutputState
 from citegraph.state.genprog import GenProgPosthocContext, GenProgPosthocInput, GenProgPosthocState
@@ -19,7 +20,7 @@ def build(checkpointer=None):
     g.add_node("plan", plan_posthoc)
     g.add_node("review", review_posthoc)
     g.add_node("attribute", attribute_posthoc)
-    g.add_edge(START, "prepare_sources")
+    start_with_retrieval(g, "prepare_sources")
     g.add_edge("prepare_sources", "plan")
     g.add_edge("plan", "review")
     g.add_edge("review", "attribute")

@@ -2,8 +2,8 @@
 
 Parent graph::
 
-    START → prepare ─┬→ text_agent ───────┬→ citation_agent ──────┬→ assess ─┬→ finalize → END
-                     └→ vanilla_generate ─┘→ skip_citation_agent ─┘          └→ restrict → (text_agent | vanilla_generate)
+    START → retrieve → prepare ─┬→ text_agent ───────┬→ citation_agent ──────┬→ assess ─┬→ finalize → END
+                                └→ vanilla_generate ─┘→ skip_citation_agent ─┘          └→ restrict → (text_agent | vanilla_generate)
 
 * ``text_agent`` (compiled subgraph): generate → feedback ⇄ refine (conditional edge: stop at the
   maximum score on every aspect or after k rounds) → select_best (argmax over all rounds).
@@ -21,6 +21,7 @@ from __future__ import annotations
 from langgraph.graph import END, START
 
 from citegraph.graphs.base import MethodGraph
+from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.raac import (
     assess, discover, feedback, finalize, generate, prepare, refine, restrict, route_after_assess,
     route_after_feedback, route_after_refine, route_citation_agent, route_text_agent, select_best, simplify,
@@ -68,7 +69,7 @@ def build(checkpointer=None):
     g.add_node("assess", assess)
     g.add_node("restrict", restrict)
     g.add_node("finalize", finalize)
-    g.add_edge(START, "prepare")
+    start_with_retrieval(g, "prepare")
     g.add_conditional_edges("prepare", route_text_agent, ["text_agent", "vanilla_generate"])
     g.add_conditional_edges("text_agent", route_citation_agent, ["citation_agent", "skip_citation_agent"])
     g.add_conditional_edges("vanilla_generate", route_citation_agent, ["citation_agent", "skip_citation_agent"])

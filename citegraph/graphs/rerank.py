@@ -3,9 +3,10 @@ ALCE citation recall (by the Context's verifier)."""
 
 from __future__ import annotations
 
-from langgraph.graph import END, START
+from langgraph.graph import END
 
 from citegraph.graphs.base import MethodGraph
+from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.alce_baselines import rerank, sample
 from citegraph.state.alce_baselines import RerankContext, RerankState
 from citegraph.state.base import InputState, OutputState
@@ -15,7 +16,7 @@ def build(checkpointer=None):
     g = MethodGraph(RerankState, context_schema=RerankContext, input_schema=InputState, output_schema=OutputState)
     g.add_node("sample", sample)
     g.add_node("rerank", rerank)
-    g.add_edge(START, "sample")
+    start_with_retrieval(g, "sample")
     g.add_edge("sample", "rerank")
     g.add_edge("rerank", END)
     return g.compile(checkpointer=checkpointer, name="rerank")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from langgraph.graph import END, START
+from langgraph.graph import END
 
 from citegraph.graphs.base import MethodGraph
+from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.alce_baselines import attribute_summ, fan_out_summarize, generate_from_summaries, prepare_notes, summarize
 from citegraph.state.alce_baselines import DocTask, SummContext, SummState
 from citegraph.state.base import InputState, OutputState
@@ -16,7 +17,7 @@ def build(checkpointer=None):
     g.add_node("generate", generate_from_summaries)
     g.add_node("attribute", attribute_summ)
     g.add_node("prepare", prepare_notes)
-    g.add_edge(START, "prepare")
+    start_with_retrieval(g, "prepare")
     g.add_conditional_edges("prepare", fan_out_summarize, ["summarize", "generate"])
     g.add_edge("summarize", "generate")
     g.add_edge("generate", "attribute")

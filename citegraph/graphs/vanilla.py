@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from langgraph.graph import END, START
+from langgraph.graph import END
 
 from citegraph.graphs.base import MethodGraph
+from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.vanilla import attribute, generate
 from citegraph.state.base import InputState, OutputState
 from citegraph.state.vanilla import VanillaContext, VanillaState
@@ -14,7 +15,7 @@ def build(checkpointer=None):
     g = MethodGraph(VanillaState, context_schema=VanillaContext, input_schema=InputState, output_schema=OutputState)
     g.add_node("generate", generate)
     g.add_node("attribute", attribute)
-    g.add_edge(START, "generate")
+    start_with_retrieval(g, "generate")
     g.add_edge("generate", "attribute")
     g.add_edge("attribute", END)
     return g.compile(checkpointer=checkpointer, name="vanilla")

@@ -21,6 +21,9 @@ class Document(BaseModel):
     id: str = Field(default="", description="Caller's identifier of the document.")
     title: str = Field(default="", description="Title (may be empty).")
     text: str = Field(description="Full text of the document (or passage).")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra fields; for a retrieved chunk its provenance: doc_id, chunk_id, order, start, end.")
 
     @field_validator("id", mode="before")
     @classmethod

@@ -34,6 +34,7 @@ def knob(default: Any, description: str, *, ge: float | None = None, le: float |
     return field(default=default, metadata=meta)
 
 
+RETRIEVAL_MODES = ("bm25", "dense", "hybrid", "rrf")  # citegraph.corpus.MODES
 _SIMPLE_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
 _BOUND_KEYS = ("ge", "le", "choices")
 
@@ -126,6 +127,17 @@ class BaseContext:
     verifier: str = knob("default", "Entailment verifier spec: default, hf-classifier:<id>, hf-seq2seq:<id>, llm-judge[:<llm spec>].")
     temperature: float = knob(0.0, "Sampling temperature for generation (0 = greedy).", ge=0.0)
     max_new_tokens: int = knob(300, "Maximum tokens the LLM may generate per call.", ge=1)
+    # open-domain mode (citegraph.corpus): with no documents in the input, the graph's first node
+    # retrieves them from this corpus
+    corpus: str = knob("", "Open-domain mode: an index folder, chroma+http://HOST:PORT/COLLECTION, or retriever:<name> "
+                           "(citegraph.corpus.register_retriever). When set and the input has no documents, the top_k "
+                           "chunks retrieved for the question become the documents. Empty = documents are given.")
+    top_k: int = knob(5, "Open-domain mode: chunks retrieved as the documents.", ge=1)
+    retrieval_mode: str = knob("hybrid", "Open-domain mode: bm25, dense, hybrid (min-max fused scores) or rrf (reciprocal-rank fusion).",
+                               choices=RETRIEVAL_MODES)
+    retrieval_alpha: float = knob(0.5, "Open-domain hybrid mode: weight of the dense score (0 = pure BM25, 1 = pure dense). "
+                                       "0.5 by default: the best alpha measured differs by corpus (benchmarks/bench_retrieval.py).",
+                                  ge=0.0, le=1.0)
 
     def __post_init__(self) -> None:
         # types and ranges are checked here, so the CLI's --set, a Python caller and a Studio run

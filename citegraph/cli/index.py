@@ -1,0 +1,119 @@
+"""``citegraph index build|add|search``: the corpus index (``citegraph.corpus``).
+
+    citegraph index build  --corpus papers.jsonl --index idx/     # or a folder of .txt/.md/.jsonl
+    citegraph index add    --corpus more.jsonl   --index idx/     # unchanged documents are skipped
+    citegraph index search --index idx/ --query "..." [--mode bm25|dense|hybrid|rrf] [--k 10] [--alpha 0.5]
+
+``--index`` may also be ``chroma+http://HOST:PORT/COLLECTION`` (a Chroma server). Bad corpus lines are
+reported by file and line number and the rest is indexed; the exit status is then 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from citegraph.cli.common import EXIT_INPUT
+from citegraph.errors import InputError
+
+
+def _count_docs(path: str) -> int | None:
+    p = Path(path)
+    try:
+        if p.is_file():
+            with open(p, "rb") as f:
+                return sum(1 for line in f if line.strip())
+        if p.is_dir():
+            return None  # a folder's .jsonl files hold many documents each: no total shown
+    except OSError:
+        return None
+    return None
+
+
+def _run_index(args, build: bool) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from citegraph.corpus import add_to_index, build_index
+
+    if not Path(args.corpus).exists():
+        raise InputError(f"corpus not found: {args.corpus}")
+    console = Console(stderr=True)
+    total = _count_docs(args.corpus)
+    with Progress(TextColumn("[bold]index[/bold]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[chunks]} chunks"),
+                  TimeElapsedColumn(), console=console, transient=False) as prog:
+        task = prog.add_task("index", total=total, chunks=0)
+
+        def on_progress(rep) -> None:
+            prog.update(task, completed=rep.docs_seen + len(rep.bad_lines), chunks=rep.chunks_added)
+
+        if build:
+            rep = build_index(args.corpus, args.index, chunk_tokens=args.chunk_tokens, overlap_tokens=args.overlap_tokens,
+                              embedder=args.embedder, title_in_index=not args.no_title, on_progress=on_progress)
+        else:
+            rep = add_to_index(args.corpus, args.index, on_progress=on_progress)
+    for b in rep.bad_lines[:20]:
+        console.print(f"[red]bad line[/red] {escape(str(b))}", soft_wrap=True)
+    if len(rep.bad_lines) > 20:
+        console.print(f"[red]... and {len(rep.bad_lines) - 20} more bad lines[/red]")
+    print(f"{args.index}: {rep.summary()}")
+    return EXIT_INPUT if rep.bad_lines else 0
+
+
+def cmd_build(args) -> int:
+    return _run_index(args, build=True)
+
+
+def cmd_add(args) -> int:
+    return _run_index(args, build=False)
+
+
+def cmd_search(args) -> int:
+    from citegraph.corpus import Corpus
+
+    if not args.query.strip():
+        raise InputError("--query is empty")
+    if args.k < 1:
+        raise InputError("--k must be at least 1")
+    c = Corpus.open(args.index)
+    hits = c.search(args.query, k=args.k, mode=args.mode, alpha=args.alpha)
+    if args.json:
+        for h in hits:
+            print(json.dumps({"rank": h.rank, "score": h.score, "dense_score": h.dense_score, "sparse_score": h.sparse_score,
+                              "id": h.chunk.id, "doc_id": h.chunk.doc_id, "title": h.chunk.title, "order": h.chunk.order,
+                              "start": h.chunk.start, "end": h.chunk.end, "text": h.chunk.text}, ensure_ascii=False))
+        return 0
+    for h in hits:
+        fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+        snippet = " ".join(h.chunk.text.split())[:160]
+        print(f"{h.rank:>3}. {h.score:.4f}  dense {fmt(h.dense_score)}  bm25 {fmt(h.sparse_score)}  "
+              f"{h.chunk.id} [{h.chunk.start}:{h.chunk.end}] {h.chunk.title}\n     {snippet}")
+    if not hits:
+        print("(no results)")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("index", help="build, extend and search a corpus index (Chroma + bm25s)")
+    isub = p.add_subparsers(dest="index_command", required=True)
+    for name, func, helptext in (("build", cmd_build, "index a corpus (a second build of the same corpus is a no-op)"),
+                                 ("add", cmd_add, "add documents to an index (unchanged ones are skipped)")):
+        b = isub.add_parser(name, help=helptext)
+        b.add_argument("--corpus", required=True, help="JSONL ({id?, title?, text, ...} per line) or a folder of .txt/.md/.jsonl")
+        b.add_argument("--index", required=True, help="index folder, or chroma+http://HOST:PORT/COLLECTION")
+        if name == "build":
+            b.add_argument("--chunk-tokens", type=int, default=256,
+                           help="word pieces per chunk in the embedder's tokenizer, [CLS]/[SEP] included (default 256, MiniLM's limit)")
+            b.add_argument("--overlap-tokens", type=int, default=0, help="start each chunk with the previous chunk's last sentences, up to this many word pieces")
+            b.add_argument("--embedder", default="minilm", help="embedding spec: minilm (packaged) or st:<path>")
+            b.add_argument("--no-title", action="store_true", help="do not prepend the title to each chunk when embedding and BM25-indexing")
+        b.set_defaults(func=func)
+    s = isub.add_parser("search", help="search an index")
+    s.add_argument("--index", required=True)
+    s.add_argument("--query", "-q", required=True)
+    s.add_argument("--mode", choices=["bm25", "dense", "hybrid", "rrf"], default="hybrid")
+    s.add_argument("--k", type=int, default=10)
+    s.add_argument("--alpha", type=float, default=0.5, help="hybrid: weight of the dense score (0 = BM25 only, 1 = dense only)")
+    s.add_argument("--json", action="store_true", help="one JSON object per hit")
+    s.set_defaults(func=cmd_search)

@@ -1,0 +1,567 @@
+"""The corpus index: chunks in Chroma (dense) and bm25s (sparse), searched alone or fused.
+
+Layout of an index folder ``idx/``::
+
+    idx/chroma/        Chroma PersistentClient (collection "citegraph"): every chunk's embedding,
+                       text and metadata; the index settings and a change stamp in the collection
+                       metadata. This is the one source of truth.
+    idx/bm25/          bm25s index over the same chunks (saved with bm25s, loaded memory-mapped),
+                       ids.json (row -> chunk id, in (doc id, order) order) and stamp.json (the
+                       collection stamp it was built from; a stale or missing one is rebuilt from Chroma)
+
+A spec ``chroma+http://HOST:PORT/COLLECTION`` keeps the chunks in a Chroma server instead
+(``chromadb.HttpClient``); the bm25s side then lives in a local cache folder
+(``$CITEGRAPH_INDEX_CACHE`` or ``~/.cache/citegraph/index``, one sub-folder per host/port/collection, or
+``local_dir=``), rebuilt from the server's chunks when the server's stamp changes. So a second machine
+can open an index that another one built.
+
+Documents are matched on their id and a content hash (title, text, extra fields): re-adding an
+unchanged document is a no-op, a changed one replaces its chunks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+from urllib.parse import urlparse
+
+import numpy as np
+
+from citegraph.corpus.chunking import Chunk, Chunker, doc_hash
+from citegraph.corpus.fusion import fuse
+from citegraph.corpus.sources import BadLine, SourceDoc, iter_corpus, record_to_doc
+from citegraph.errors import InputError
+
+FORMAT = 1
+COLLECTION = "citegraph"
+MODES = ("bm25", "dense", "hybrid", "rrf")
+DEFAULT_CANDIDATES = 100
+_STAMP_KEY = "citegraph_stamp"
+_SETTING_KEYS = ("embedder", "chunk_tokens", "overlap_tokens", "splitter", "title_in_index")
+
+
+@dataclass
+class Hit:
+    """One search result. ``score`` is the fused score for hybrid/rrf and the retriever's own score for
+    bm25/dense; ``dense_score`` (cosine similarity) and ``sparse_score`` (BM25) are the raw scores of
+    each retriever, None where the chunk was not among that retriever's candidates. ``rank`` is 1-based."""
+
+    chunk: Chunk
+    score: float
+    dense_score: float | None
+    sparse_score: float | None
+    rank: int
+
+
+@dataclass
+class IndexReport:
+    """What a build or add did."""
+
+    docs_seen: int = 0
+    docs_added: int = 0
+    docs_updated: int = 0
+    docs_unchanged: int = 0
+    chunks_added: int = 0
+    chunks_deleted: int = 0
+    total_chunks: int = 0
+    seconds: float = 0.0
+    bad_lines: list[BadLine] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (f"{self.docs_seen} docs read: {self.docs_added} added, {self.docs_updated} updated, "
+                f"{self.docs_unchanged} unchanged; {self.chunks_added} chunks added, {self.chunks_deleted} "
+                f"removed; index holds {self.total_chunks} chunks; {self.seconds:.1f} s"
+                + (f"; {len(self.bad_lines)} bad line(s)" if self.bad_lines else ""))
+
+
+# ----------------------------------------------------------------------------------- the stores
+def _chroma_settings():
+    import chromadb
+
+    return chromadb.Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+_HTTP = re.compile(r"^chroma\+(https?)://")
+
+
+def is_http_spec(spec: str) -> bool:
+    return bool(_HTTP.match(str(spec)))
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("CITEGRAPH_INDEX_CACHE") or Path.home() / ".cache" / "citegraph" / "index")
+
+
+def _parse(spec: str | os.PathLike, local_dir: str | os.PathLike | None):
+    """(chroma client factory, collection name, local folder, display name)."""
+    import chromadb
+
+    spec = str(spec)
+    if is_http_spec(spec):
+        u = urlparse(spec.split("+", 1)[1])
+        name = u.path.strip("/") or COLLECTION
+        if not u.hostname:
+            raise InputError(f"bad Chroma spec {spec!r}; use chroma+http://HOST:PORT/COLLECTION")
+        port = u.port or (443 if u.scheme == "https" else 8000)
+        local = Path(local_dir) if local_dir else _cache_root() / re.sub(r"[^A-Za-z0-9._-]", "_", f"{u.hostname}_{port}_{name}")
+
+        def client():
+            try:
+                return chromadb.HttpClient(host=u.hostname, port=port, ssl=u.scheme == "https", settings=_chroma_settings())
+            except Exception as e:  # noqa: BLE001 - chromadb raises several types for a dead server
+                raise InputError(f"cannot reach the Chroma server at {u.hostname}:{port}: {str(e).splitlines()[0]}") from e
+
+        return client, name, local, spec
+    folder = Path(spec)
+    return (lambda: chromadb.PersistentClient(path=str(folder / "chroma"), settings=_chroma_settings())), \
+        COLLECTION, Path(local_dir) if local_dir else folder, str(folder)
+
+
+def _meta_for_chroma(c: Chunk, h: str) -> dict[str, Any]:
+    return {"doc_id": c.doc_id, "title": c.title, "order": c.order, "start": c.start, "end": c.end,
+            "prev_id": c.prev_id or "", "next_id": c.next_id or "", "doc_hash": h,
+            "meta_json": json.dumps(c.metadata, ensure_ascii=False, default=str)}
+
+
+def _chunk_from_chroma(cid: str, text: str, m: dict[str, Any]) -> Chunk:
+    return Chunk(id=cid, doc_id=m["doc_id"], title=m.get("title", ""), text=text, order=int(m["order"]),
+                 start=int(m["start"]), end=int(m["end"]), prev_id=m.get("prev_id") or None,
+                 next_id=m.get("next_id") or None, metadata=json.loads(m.get("meta_json") or "{}"))
+
+
+def _bm25_tokenize(texts: Sequence[str], *, return_ids: bool = True):
+    import bm25s
+
+    try:
+        import Stemmer
+
+        stemmer = Stemmer.Stemmer("english")
+    except ImportError:  # PyStemmer is a dependency; without it bm25s indexes unstemmed words
+        stemmer = None
+    return bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer, return_ids=return_ids, show_progress=False)
+
+
+class _Sparse:
+    """A bm25s index and its row -> chunk id list."""
+
+    def __init__(self, retriever, ids: list[str]) -> None:
+        self.retriever, self.ids = retriever, ids
+
+    @classmethod
+    def build(cls, ids: list[str], texts: list[str]) -> "_Sparse":
+        import bm25s
+
+        r = bm25s.BM25()
+        if texts:
+            r.index(_bm25_tokenize(texts), show_progress=False)
+        return cls(r, ids)
+
+    def save(self, folder: Path, stamp: str) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.ids:
+            self.retriever.save(str(folder), show_progress=False)
+        (folder / "ids.json").write_text(json.dumps(self.ids))
+        (folder / "stamp.json").write_text(json.dumps({"stamp": stamp, "chunks": len(self.ids)}))
+
+    @classmethod
+    def load(cls, folder: Path, stamp: str) -> "_Sparse | None":
+        import bm25s
+
+        try:
+            if json.loads((folder / "stamp.json").read_text())["stamp"] != stamp:
+                return None
+            ids = json.loads((folder / "ids.json").read_text())
+            r = bm25s.BM25.load(str(folder), mmap=True, show_progress=False) if ids else bm25s.BM25()
+        except (OSError, ValueError, KeyError):
+            return None
+        return cls(r, ids)
+
+    def search(self, query: str, n: int) -> dict[str, float]:
+        if not self.ids or n <= 0:
+            return {}
+        toks = _bm25_tokenize([query], return_ids=False)
+        if not toks or not toks[0]:
+            return {}
+        rows, scores = self.retriever.retrieve(toks, k=min(n, len(self.ids)), show_progress=False, n_threads=1)
+        return {self.ids[int(r)]: float(s) for r, s in zip(rows[0], scores[0]) if s > 0}
+
+
+# ----------------------------------------------------------------------------------- the corpus
+class Corpus:
+    """A searchable chunk index. ``Corpus.open(path_or_spec)`` for a built index,
+    ``Corpus.from_documents(docs)`` for an in-memory one."""
+
+    def __init__(self, collection, local_dir: Path | None, settings: dict[str, Any], name: str,
+                 candidates: int = DEFAULT_CANDIDATES, _ephemeral=None) -> None:
+        self._col = collection
+        self.local_dir = local_dir
+        self.settings = settings
+        self.name = name
+        self.candidates = candidates
+        self._sparse: _Sparse | None = None
+        self._stamp: str | None = None
+        self._ephemeral = _ephemeral
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, spec: str | os.PathLike, *, local_dir: str | os.PathLike | None = None,
+             candidates: int = DEFAULT_CANDIDATES) -> "Corpus":
+        """An index folder (built by ``citegraph index build``) or ``chroma+http://HOST:PORT/COLLECTION``."""
+        client_fn, name, local, display = _parse(spec, local_dir)
+        if not is_http_spec(str(spec)) and not (Path(spec) / "chroma").is_dir():
+            raise InputError(f"no index at {spec} (build one with: citegraph index build --corpus FILE --index {spec})")
+        col = _get_collection(client_fn(), name, create=False, display=display)
+        c = cls(col, local, _settings_of(col, display), display, candidates)
+        c._ensure_sparse()
+        return c
+
+    @classmethod
+    def from_documents(cls, docs: Iterable[Any], chunk_tokens: int = 256, *, overlap_tokens: int = 0,
+                       embedder: str = "minilm", candidates: int = DEFAULT_CANDIDATES) -> "Corpus":
+        """An in-memory index (ephemeral Chroma collection + bm25s) over ``docs``
+        (:class:`~citegraph.state.answer.Document` s, dicts ``{"id"?, "title"?, "text"}`` or
+        :class:`~citegraph.corpus.sources.SourceDoc` s), with the same ``search()``. A document's
+        own ``metadata`` is kept as the chunks' metadata."""
+        import chromadb
+
+        client = chromadb.EphemeralClient(settings=_chroma_settings())
+        name = f"mem-{uuid.uuid4().hex}"
+        settings = _new_settings(embedder, chunk_tokens, overlap_tokens)
+        col = _create_collection(client, name, settings)
+        c = cls(col, None, settings, "memory", candidates, _ephemeral=client)
+        weakref.finalize(c, _drop_collection, client, name)
+        rep = IndexReport()
+        _add_docs(col, settings, (_as_source(d) for d in docs), rep, None, batch_docs=256)
+        c._rebuild_sparse()
+        return c
+
+    # ------------------------------------------------------------------ sparse side
+    def _current_stamp(self) -> str:
+        return str((self._col.metadata or {}).get(_STAMP_KEY, ""))
+
+    def _ensure_sparse(self) -> _Sparse:
+        stamp = self._current_stamp()
+        if self._sparse is not None and self._stamp == stamp:
+            return self._sparse
+        sp = _Sparse.load(self.local_dir / "bm25", stamp) if self.local_dir else None
+        if sp is None or len(sp.ids) != self._col.count():
+            sp = self._rebuild_sparse(stamp)
+        self._sparse, self._stamp = sp, stamp
+        return sp
+
+    def _rebuild_sparse(self, stamp: str | None = None) -> _Sparse:
+        stamp = stamp if stamp is not None else self._current_stamp()
+        ids, texts = [], []
+        for ch in _iter_collection(self._col):
+            ids.append(ch.id)
+            texts.append(_index_text(ch, self.settings))
+        sp = _Sparse.build(ids, texts)
+        if self.local_dir is not None:
+            sp.save(self.local_dir / "bm25", stamp)
+        self._sparse, self._stamp = sp, stamp
+        return sp
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return self._col.count()
+
+    def chunks(self, batch: int = 1000) -> Iterator[Chunk]:
+        """Every chunk, in (document id, order) order."""
+        ids = self._ensure_sparse().ids
+        for i in range(0, len(ids), batch):
+            yield from self.get(ids[i: i + batch])
+
+    def get(self, ids: Sequence[str]) -> list[Chunk]:
+        """The chunks with these ids, in the order asked (unknown ids are left out)."""
+        ids = list(ids)
+        if not ids:
+            return []
+        res = self._col.get(ids=ids, include=["documents", "metadatas"])
+        by_id = {i: _chunk_from_chroma(i, t, m) for i, t, m in zip(res["ids"], res["documents"], res["metadatas"])}
+        return [by_id[i] for i in ids if i in by_id]
+
+    # ------------------------------------------------------------------ searching
+    def _dense(self, query: str, n: int) -> dict[str, float]:
+        total = self._col.count()
+        if not total or n <= 0:
+            return {}
+        from citegraph.tools.embeddings import embed
+
+        q = embed([query], self.settings["embedder"])[0]
+        res = self._col.query(query_embeddings=[q.tolist()], n_results=min(n, total), include=["distances"])
+        # cosine space: distance = 1 - cosine similarity
+        return {i: 1.0 - float(d) for i, d in zip(res["ids"][0], res["distances"][0])}
+
+    def candidates_for(self, query: str, n: int, *, sparse: bool = True, dense: bool = True) -> tuple[dict[str, float], dict[str, float]]:
+        """The raw candidate lists ``({chunk id: BM25 score}, {chunk id: cosine similarity})``, top ``n``
+        of each, before fusion (:func:`rank` fuses them; a benchmark sweeping alpha reuses them)."""
+        return (self._ensure_sparse().search(query, n) if sparse else {},
+                self._dense(query, n) if dense else {})
+
+    def search(self, query: str, k: int = 10, mode: str = "hybrid", alpha: float = 0.5, *,
+               candidates: int | None = None) -> list[Hit]:
+        """The ``k`` best chunks for ``query``. ``mode``: bm25 | dense | hybrid | rrf. ``alpha`` is the
+        weight of the DENSE score in hybrid mode (0 = pure BM25, 1 = pure dense); hybrid and rrf fuse
+        the top ``candidates`` (default 100, at least k) of each retriever (see
+        :mod:`citegraph.corpus.fusion`)."""
+        if mode not in MODES:
+            raise InputError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
+        if not 0.0 <= float(alpha) <= 1.0:
+            raise InputError(f"alpha must be between 0 and 1, got {alpha}")
+        if k <= 0 or not query.strip():
+            return []
+        n = max(k, candidates or self.candidates)
+        sparse, dense = self.candidates_for(query, k if mode in ("bm25", "dense") else n,
+                                            sparse=mode != "dense", dense=mode != "bm25")
+        ranked = rank(sparse, dense, mode, float(alpha))[:k]
+        chunks = {c.id: c for c in self.get([i for i, _ in ranked])}
+        return [Hit(chunk=chunks[i], score=s, dense_score=dense.get(i), sparse_score=sparse.get(i), rank=r)
+                for r, (i, s) in enumerate(((i, s) for i, s in ranked if i in chunks), 1)]
+
+    def as_retriever(self, k: int = 5, mode: str = "hybrid", alpha: float = 0.5):
+        """A LangChain ``BaseRetriever`` over this index (documents carry the chunk provenance)."""
+        from citegraph.corpus.retrievers import CorpusRetriever
+
+        return CorpusRetriever(corpus=self, k=k, mode=mode, alpha=alpha)
+
+    def close(self) -> None:
+        """Drop an in-memory index's collection now (it is dropped when the object is collected too)."""
+        if self._ephemeral is not None:
+            _drop_collection(self._ephemeral, self._col.name)
+            self._ephemeral = None
+
+
+# ----------------------------------------------------------------------------------- helpers
+def rank(sparse: dict[str, float], dense: dict[str, float], mode: str = "hybrid", alpha: float = 0.5) -> list[tuple[str, float]]:
+    """(chunk id, score), best first: one retriever's own order (bm25, dense) or the fused one (hybrid, rrf)."""
+    if mode == "bm25":
+        return sorted(sparse.items(), key=lambda kv: (-kv[1], kv[0]))
+    if mode == "dense":
+        return sorted(dense.items(), key=lambda kv: (-kv[1], kv[0]))
+    return fuse(sparse, dense, method=mode, alpha=alpha)
+
+
+def _drop_collection(client, name: str) -> None:
+    try:
+        client.delete_collection(name)
+    except Exception:  # noqa: BLE001 - already gone, or the interpreter is shutting down
+        pass
+
+
+def _new_settings(embedder: str, chunk_tokens: int, overlap_tokens: int, splitter: str = "blingfire",
+                  title_in_index: bool = True) -> dict[str, Any]:
+    return {"citegraph_format": FORMAT, "embedder": embedder, "chunk_tokens": int(chunk_tokens),
+            "overlap_tokens": int(overlap_tokens), "splitter": splitter, "title_in_index": bool(title_in_index)}
+
+
+def _settings_of(col, display: str) -> dict[str, Any]:
+    meta = dict(col.metadata or {})
+    if meta.get("citegraph_format") != FORMAT:
+        raise InputError(f"{display} is not a citegraph index (format {meta.get('citegraph_format')!r})")
+    return {k: v for k, v in meta.items() if k != _STAMP_KEY}
+
+
+def _embedding_function(embedder: str):
+    from citegraph.tools.embeddings import ChromaEmbedding
+
+    return ChromaEmbedding(embedder)
+
+
+def _create_collection(client, name: str, settings: dict[str, Any]):
+    return client.create_collection(
+        name, metadata={**settings, _STAMP_KEY: uuid.uuid4().hex},
+        configuration={"hnsw": {"space": "cosine"}}, embedding_function=_embedding_function(settings["embedder"]))
+
+
+def _get_collection(client, name: str, *, create: bool, display: str, settings: dict[str, Any] | None = None):
+    try:
+        existing = {c.name if hasattr(c, "name") else str(c) for c in client.list_collections()}
+    except Exception as e:  # noqa: BLE001
+        raise InputError(f"cannot read the Chroma store at {display}: {str(e).splitlines()[0]}") from e
+    if name not in existing:
+        if not create:
+            raise InputError(f"no index at {display}")
+        return _create_collection(client, name, settings or _new_settings("minilm", 256, 0))
+    # the embedder recorded in the collection is ours ("citegraph"); hand it over so chromadb never
+    # falls back to its own downloading default
+    col = client.get_collection(name)
+    emb = (col.metadata or {}).get("embedder", "minilm")
+    return client.get_collection(name, embedding_function=_embedding_function(emb))
+
+
+def _index_text(c: Chunk, settings: dict[str, Any]) -> str:
+    """What is embedded and BM25-indexed for a chunk: its title line (when title_in_index) and text."""
+    return f"{c.title}\n{c.text}" if settings.get("title_in_index") and c.title else c.text
+
+
+def _iter_collection(col, page: int = 5000) -> Iterator[Chunk]:
+    """Every chunk of a collection, sorted by (doc id, order)."""
+    metas: list[tuple[str, int, str]] = []
+    for off in range(0, col.count(), page):
+        res = col.get(include=["metadatas"], limit=page, offset=off)
+        metas.extend((m["doc_id"], int(m["order"]), i) for i, m in zip(res["ids"], res["metadatas"]))
+    metas.sort()
+    ids = [i for _, _, i in metas]
+    for off in range(0, len(ids), page):
+        part = ids[off: off + page]
+        res = col.get(ids=part, include=["documents", "metadatas"])
+        by_id = {i: _chunk_from_chroma(i, t, m) for i, t, m in zip(res["ids"], res["documents"], res["metadatas"])}
+        yield from (by_id[i] for i in part if i in by_id)
+
+
+def _as_source(d: Any) -> SourceDoc:
+    if isinstance(d, SourceDoc):
+        return d
+    if hasattr(d, "model_dump"):  # citegraph Document
+        rec = d.model_dump()
+        meta = rec.pop("metadata", None) or {}
+        return SourceDoc(id=rec["id"], title=rec.get("title") or "", text=rec["text"], metadata=dict(meta))
+    if isinstance(d, dict):
+        try:
+            return record_to_doc(d)
+        except ValueError as e:
+            raise InputError(f"bad document {str(d)[:80]!r}: {e}") from e
+    raise InputError(f"cannot index a {type(d).__name__} as a document")
+
+
+_chunkers: dict[tuple, Chunker] = {}
+
+
+def _chunker(settings: dict[str, Any]) -> Chunker:
+    key = tuple(settings[k] for k in ("embedder", "chunk_tokens", "overlap_tokens", "splitter"))
+    if key not in _chunkers:
+        from citegraph.tools.embeddings import get_embedder
+
+        _chunkers[key] = Chunker(get_embedder(settings["embedder"]).tokenizer, settings["chunk_tokens"],
+                                 settings["overlap_tokens"], settings["splitter"])
+    return _chunkers[key]
+
+
+def _chunk_doc(d: SourceDoc, settings: dict[str, Any]) -> list[Chunk]:
+    ch = _chunker(settings)
+    # the title line is embedded with every chunk: the text gets the rest of the budget
+    reserve = ch.title_reserve(d.title) if settings.get("title_in_index") else 0
+    return ch.chunk(d.id, d.title, d.text, d.metadata, reserve=reserve)
+
+
+def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine], rep: IndexReport,
+              on_progress: Callable[[IndexReport], None] | None, batch_docs: int = 64) -> bool:
+    """Chunk, embed and add ``docs`` batch by batch; returns whether anything changed."""
+    from citegraph.tools.embeddings import embed
+
+    changed = False
+    max_batch = max(1, min(5000, int(getattr(col._client, "get_max_batch_size", lambda: 5000)())))
+
+    def flush(batch: dict[str, SourceDoc]) -> None:
+        nonlocal changed
+        if not batch:
+            return
+        hashes = {i: doc_hash(d.title, d.text, d.metadata) for i, d in batch.items()}
+        old = col.get(where={"$and": [{"doc_id": {"$in": list(batch)}}, {"order": 0}]}, include=["metadatas"])
+        old_hash = {m["doc_id"]: m.get("doc_hash") for m in old["metadatas"]}
+        new_chunks: list[tuple[Chunk, str]] = []
+        stale: list[str] = []
+        for i, d in batch.items():
+            if old_hash.get(i) == hashes[i]:
+                rep.docs_unchanged += 1
+                continue
+            if i in old_hash:
+                stale.append(i)
+                rep.docs_updated += 1
+            else:
+                rep.docs_added += 1
+            new_chunks.extend((c, hashes[i]) for c in _chunk_doc(d, settings))
+        if stale:
+            gone = col.get(where={"doc_id": {"$in": stale}}, include=[])["ids"]
+            if gone:
+                col.delete(ids=gone)
+                rep.chunks_deleted += len(gone)
+            changed = True
+        for off in range(0, len(new_chunks), max_batch):
+            part = new_chunks[off: off + max_batch]
+            vecs = embed([_index_text(c, settings) for c, _ in part], settings["embedder"])
+            col.add(ids=[c.id for c, _ in part], embeddings=np.asarray(vecs, dtype=np.float32),
+                    documents=[c.text for c, _ in part], metadatas=[_meta_for_chroma(c, h) for c, h in part])
+            rep.chunks_added += len(part)
+            changed = True
+
+    batch: dict[str, SourceDoc] = {}
+    for d in docs:
+        if isinstance(d, BadLine):
+            rep.bad_lines.append(d)
+            continue
+        rep.docs_seen += 1
+        if d.id in batch:  # the same id twice in one batch: the later one wins, as across batches
+            flush(batch)
+            batch = {}
+        batch[d.id] = d
+        if len(batch) >= batch_docs:
+            flush(batch)
+            batch = {}
+            if on_progress:
+                on_progress(rep)
+    flush(batch)
+    if on_progress:
+        on_progress(rep)
+    if changed:
+        meta = dict(col.metadata or {})
+        meta[_STAMP_KEY] = uuid.uuid4().hex
+        col.modify(metadata=meta)
+    return changed
+
+
+def build_index(corpus: str | os.PathLike | Iterable[Any], index: str | os.PathLike, *, chunk_tokens: int = 256,
+                overlap_tokens: int = 0, embedder: str = "minilm", title_in_index: bool = True,
+                local_dir: str | os.PathLike | None = None, on_progress: Callable[[IndexReport], None] | None = None,
+                batch_docs: int = 64) -> IndexReport:
+    """Create the index at ``index`` (a folder or a ``chroma+http://`` spec) if it does not exist, then
+    add ``corpus`` (a JSONL file, a folder, or an iterable of documents). Building the same corpus again
+    changes nothing. An existing index built with other chunking settings is refused."""
+    settings = _new_settings(embedder, chunk_tokens, overlap_tokens, title_in_index=title_in_index)
+    _chunker(settings)  # bad chunk sizes fail before anything is written
+    return _index(corpus, index, settings, create=True, local_dir=local_dir, on_progress=on_progress,
+                  batch_docs=batch_docs)
+
+
+def add_to_index(corpus: str | os.PathLike | Iterable[Any], index: str | os.PathLike, *,
+                 local_dir: str | os.PathLike | None = None, on_progress: Callable[[IndexReport], None] | None = None,
+                 batch_docs: int = 64) -> IndexReport:
+    """Add ``corpus`` to an existing index with the index's own settings; unchanged documents (same id,
+    same content hash) are skipped, changed ones replace their chunks."""
+    return _index(corpus, index, None, create=False, local_dir=local_dir, on_progress=on_progress,
+                  batch_docs=batch_docs)
+
+
+def _index(corpus, index, settings, *, create: bool, local_dir, on_progress, batch_docs) -> IndexReport:
+    t0 = time.perf_counter()
+    client_fn, name, local, display = _parse(index, local_dir)
+    if not create and not is_http_spec(str(index)) and not (Path(index) / "chroma").is_dir():
+        raise InputError(f"no index at {index} (build one first with: citegraph index build)")
+    docs: Iterable[Any]
+    if isinstance(corpus, (str, os.PathLike)):
+        if not Path(corpus).exists():
+            raise InputError(f"corpus not found: {corpus}")
+        docs = iter_corpus(corpus)
+    else:
+        docs = (d if isinstance(d, BadLine) else _as_source(d) for d in corpus)
+    col = _get_collection(client_fn(), name, create=create, display=display, settings=settings)
+    have = _settings_of(col, display)
+    if settings is not None:
+        diff = [k for k in _SETTING_KEYS if have.get(k) != settings[k]]
+        if diff:
+            raise InputError(f"{display} was built with other settings ({', '.join(f'{k}={have.get(k)!r}' for k in diff)}); "
+                             "use `citegraph index add` to add with its settings, or a new index")
+    rep = IndexReport()
+    _add_docs(col, have, docs, rep, on_progress, batch_docs=batch_docs)
+    c = Corpus(col, local, have, display)
+    c._ensure_sparse()  # rebuilt from Chroma when the stamp moved (or a previous run was cut off)
+    rep.total_chunks = len(c)
+    rep.seconds = time.perf_counter() - t0
+    return rep
