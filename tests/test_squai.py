@@ -9,6 +9,8 @@ import uuid
 
 import pytest
 from corpus_double import as_module
+
+import citegraph.corpus as REAL_CORPUS
 from stubs import KeywordVerifier
 
 from citegraph.graphs.registry import build_graph
@@ -282,6 +284,21 @@ def test_index_when_no_documents_are_given(scripted, fake_corpus):
     assert [d.id for d in out["answer"].documents] == ["q1", "q2"]
     with pytest.raises(InputError, match="no documents given and no corpus"):
         g.invoke({"question": QUESTION, "documents": []}, context=RagContext(llm=spec))
+
+
+def test_squai_on_the_real_corpus_layer(scripted, verifier, monkeypatch):
+    """The real citegraph.corpus (in-memory index over the given documents): chunk ids, provenance."""
+    monkeypatch.setitem(sys.modules, "citegraph.corpus", REAL_CORPUS)
+    clear_cache()
+    spec, _ = scripted(script('{"split": false, "sub_questions": []}', "Quantum computing uses qubits [1]."),
+                       judge=relevant)
+    state = final_state("squai", SquaiContext(llm=spec, verifier=verifier[0], top_k=3))
+    assert len(state["candidates"]) == 3
+    assert all(c.key == f"{c.doc_id}#0" for c in state["candidates"])  # one chunk per short document
+    assert {c.doc_id for c in state["candidates"]} <= {d.id for d in DOCS}
+    ans = state["answer"]
+    assert ans.documents and ans.documents[0].metadata["doc_id"] in {"q1", "q2", "q3"}
+    assert ans.sentences[0].citations == [1]
 
 
 def test_context_knob_ranges():

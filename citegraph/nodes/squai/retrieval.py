@@ -38,12 +38,9 @@ def open_corpus(spec: str, documents: list[Document]):
     with _lock:
         if key in _cache:
             return _cache[key]
-    import citegraph.corpus as corpus_layer
+    from citegraph.corpus import Corpus, open_corpus as open_index
 
-    if documents:
-        corpus = corpus_layer.Corpus.from_documents(list(documents))
-    else:
-        corpus = corpus_layer.open_corpus(spec)
+    corpus = Corpus.from_documents(list(documents)) if documents else open_index(spec)
     with _lock:
         if len(_cache) >= _MAX_CACHED:
             _cache.pop(next(iter(_cache)))
