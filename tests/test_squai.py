@@ -37,7 +37,7 @@ SUBS = ["What is quantum computing?", "How is quantum computing used in cryptogr
 def fake_corpus(monkeypatch):
     """The corpus-layer TEST DOUBLE (tests/corpus_double.py) in place of citegraph.corpus."""
     mod = as_module()
-    mod.Corpus.searches = []
+    mod.Corpus.searches, mod.Corpus.built = [], []
     monkeypatch.setitem(sys.modules, "citegraph.corpus", mod)
     clear_cache()
     yield mod
@@ -120,6 +120,8 @@ def test_split_question_retrieves_per_sub_question(scripted, verifier, fake_corp
     assert ans.metadata["sub_questions"] == SUBS
     searched = [s["query"] for s in fake_corpus.Corpus.searches]
     assert sorted(searched) == sorted(SUBS)
+    # the parallel sub-questions share one index over the documents, built once
+    assert fake_corpus.Corpus.built == [len(DOCS)]
     # the corpus layer's alpha is the DENSE weight: 1 - w_sparse
     assert all(s["alpha"] == pytest.approx(0.65) and s["k"] == 3 for s in fake_corpus.Corpus.searches)
     # 2 sub-questions x top_k=3: one Agent 2 call per candidate, plus decompose and compose

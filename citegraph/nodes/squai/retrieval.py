@@ -12,6 +12,7 @@ from citegraph.state.squai import Candidate
 
 _cache: dict[str, object] = {}
 _lock = threading.Lock()
+_build_lock = threading.Lock()
 _MAX_CACHED = 4
 
 
@@ -38,13 +39,19 @@ def open_corpus(spec: str, documents: list[Document]):
     with _lock:
         if key in _cache:
             return _cache[key]
-    from citegraph.corpus import Corpus, open_corpus as open_index
+    # one build at a time: the sub-questions' retrievals run in parallel (Send) and would otherwise
+    # index the same documents twice, concurrently (chromadb's client set-up is not safe for that)
+    with _build_lock:
+        with _lock:
+            if key in _cache:
+                return _cache[key]
+        from citegraph.corpus import Corpus, open_corpus as open_index
 
-    corpus = Corpus.from_documents(list(documents)) if documents else open_index(spec)
-    with _lock:
-        if len(_cache) >= _MAX_CACHED:
-            _cache.pop(next(iter(_cache)))
-        _cache[key] = corpus
+        corpus = Corpus.from_documents(list(documents)) if documents else open_index(spec)
+        with _lock:
+            if len(_cache) >= _MAX_CACHED:
+                _cache.pop(next(iter(_cache)))
+            _cache[key] = corpus
     return corpus
 
 
