@@ -12,7 +12,9 @@ sentence) by ``--verifier``, LLM calls, tokens and seconds. Re-running the same 
 spent) SQuAI runs up to its filter (decompose, retrieve, Agent 2, Agent 3) and the table says how
 often the filter keeps each question's own chunks at n = 0, 0.5, 1 (journal ``filter.jsonl``).
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_squai.py --limit 30 --out runs/squai_simple
+    python benchmarks/bench_squai.py --write-corpus runs/squai_corpus.jsonl
+    citegraph index build --corpus runs/squai_corpus.jsonl --index runs/squai_index
+    OMP_NUM_THREADS=1 python benchmarks/bench_squai.py --limit 30 --index runs/squai_index --out runs/squai_simple
     OMP_NUM_THREADS=1 python benchmarks/bench_squai.py --filter-table 30 --minutes 10 --out runs/squai_simple
 """
 
@@ -71,12 +73,13 @@ class Journal:
             os.fsync(f.fileno())
 
 
-def top10(question: str, docs, k: int = 10):
+def top10(question: str, docs, index: str = "", k: int = 10):
     from citegraph.nodes.squai.retrieval import candidates_for, open_corpus
     from citegraph.state.squai import RagContext
 
     ctx = RagContext()
-    return [c.document for c in candidates_for(open_corpus("", docs), 0, question, k=k, mode=ctx.retrieval_mode,
+    corpus = open_corpus(index, []) if index else open_corpus("", docs)
+    return [c.document for c in candidates_for(corpus, 0, question, k=k, mode=ctx.retrieval_mode,
                                                alpha=ctx.retrieval_alpha, candidate_factor=ctx.candidate_factor)]
 
 
@@ -89,7 +92,9 @@ def answer(method: str, qid: str, question: str, docs, args) -> dict:
     reset_local_models()
     knobs = {"llm": args.llm, "verifier": args.verifier}
     if method == "vanilla":
-        item = Item(id=qid, question=question, documents=top10(question, docs))
+        item = Item(id=qid, question=question, documents=top10(question, docs, args.index))
+    elif args.index:  # squai and rag retrieve from the index themselves
+        item, knobs["corpus"] = Item(id=qid, question=question, documents=[]), args.index
     else:
         item = Item(id=qid, question=question, documents=docs)
     t0 = time.perf_counter()
@@ -164,8 +169,8 @@ def filter_row(qid: str, question: str, docs, args) -> dict:
     tracker = UsageTracker()
     t0 = time.perf_counter()
     with tracker.active():
-        g.invoke({"question": question, "documents": docs}, {**cfg, "callbacks": [tracker]},
-                 context=SquaiContext(llm=args.llm, verifier=args.verifier),
+        g.invoke({"question": question, "documents": [] if args.index else docs}, {**cfg, "callbacks": [tracker]},
+                 context=SquaiContext(llm=args.llm, verifier=args.verifier, corpus=args.index),
                  interrupt_before=None if args.full_answers else ["merge"])
     st = g.get_state(cfg).values
     scores = {(j.sub_q, j.rank): j.rel_score for j in st["judgements"]}
@@ -229,10 +234,23 @@ def main(argv=None) -> int:
     ap.add_argument("--full-answers", action="store_true",
                     help="filter table: run SQuAI to the end and journal the cited answer and its evidence too")
     ap.add_argument("--report-only", action="store_true", help="print the tables from the journals; run nothing")
+    ap.add_argument("--write-corpus", type=Path, metavar="JSONL",
+                    help="write the corpus (one chunk of the data set per line, id q<i>-c<j>) and exit; index it once with "
+                         "`citegraph index build --corpus JSONL --index DIR` and pass --index DIR (an in-memory index of "
+                         "all 1,518 chunks takes minutes to build in every process)")
+    ap.add_argument("--index", default="", help="retrieve from this index (see --write-corpus) instead of an in-memory one")
     args = ap.parse_args(argv)
     if not args.data.exists():
         print(f"data not found: {args.data}", file=sys.stderr)
         return 2
+    if args.write_corpus:
+        _, docs = load(args.data, 0, args.corpus_items)
+        args.write_corpus.parent.mkdir(parents=True, exist_ok=True)
+        with args.write_corpus.open("w") as f:
+            for d in docs:
+                f.write(json.dumps({"id": d.id, "title": d.title, "text": d.text}) + "\n")
+        print(f"wrote {len(docs)} documents to {args.write_corpus}")
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
 

@@ -357,7 +357,7 @@ def test_deepeval_unparsable_judge_gives_none_not_a_score(scripted):
 
 
 # --------------------------------------------------------------------------- benchmark script
-def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path, capsys, verifier):
+def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path, capsys, verifier, fake_corpus):
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "benchmarks"))
     import bench_squai
 
@@ -407,6 +407,19 @@ def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path,
     assert "Judge filter on 2 question(s), corpus of 4 chunks" in printed
     # q0's own chunks (Qubits) are judged relevant and kept; q1's (bread) are not, q0's are kept there
     assert "| 0.5 | 2 | 2.00 | 1.00 | 0.500 | 0.500 | 2.00 |" in printed, printed
+    # --index: squai/rag retrieve from the index (no documents passed), vanilla gets the index's top 10
+    idx_docs = [Document(id="q0-c0", text="Qubits store quantum information."), Document(id="x", text="Other.")]
+    fake_corpus.Corpus.opened = {"idx/": fake_corpus.Corpus(idx_docs)}
+    out3 = tmp_path / "run3"
+    assert bench_squai.main(["--data", str(data), "--limit", "1", "--llm", spec, "--verifier", verifier[0],
+                             "--out", str(out3), "--index", "idx/", "--no-score"]) == 0
+    arows = {json.loads(x)["method"]: json.loads(x) for x in (out3 / "answers.jsonl").read_text().splitlines()}
+    assert [d["id"] for d in arows["vanilla"]["answer"]["documents"]] == ["q0-c0", "x"]
+    assert arows["squai"]["answer"]["documents"][0]["id"] == "q0-c0"
+    # --write-corpus: one line per context chunk
+    assert bench_squai.main(["--data", str(data), "--write-corpus", str(tmp_path / "c.jsonl")]) == 0
+    lines = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()]
+    assert [x["id"] for x in lines] == ["q0-c0", "q0-c1", "q1-c0", "q1-c1"]
     # --full-answers finishes the graph and journals the cited answer; --report-only runs nothing
     out2 = tmp_path / "run2"
     base = ["--data", str(data), "--llm", spec, "--verifier", verifier[0], "--out", str(out2)]
