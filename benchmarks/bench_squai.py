@@ -30,6 +30,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")  # our state types are in the schemas (tests/test_checkpoint.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "squai" / "arxiv_deepeval_simple.json"
