@@ -165,3 +165,31 @@ def test_reset_local_models_restarts_the_sampling_seeds():
     assert [next(chat._calls) for _ in range(3)] == [0, 1, 2]
     reset_local_models()
     assert next(chat._calls) == 0
+
+
+def test_yes_no_log_odds_openai_first_token(openai_env):
+    import math
+
+    from citegraph.tools.models import yes_no_log_odds
+
+    with FakeOpenAI(lambda body: "Yes", top_logprobs=[("Yes", math.log(0.5)), (" yes", math.log(0.1)),
+                                                      ("No", math.log(0.2)), ("maybe", math.log(0.05))]) as srv:
+        spec = openai_env(srv.url)
+        assert yes_no_log_odds(spec, "Is it?") == pytest.approx(math.log(0.6) - math.log(0.2))
+        req = srv.requests[0]
+        assert req["logprobs"] is True and req["max_completion_tokens"] == 1
+    # "No" outside the top list: bounded by the lowest listed log-probability
+    with FakeOpenAI(lambda body: "Yes", top_logprobs=[("Yes", math.log(0.9)), ("maybe", math.log(0.01))]) as srv:
+        spec = openai_env(srv.url)
+        assert yes_no_log_odds(spec, "Is it?") == pytest.approx(math.log(0.9) - math.log(0.01))
+
+
+def test_log_odds_sums_variants_and_scripted_judge(scripted):
+    import math
+
+    from citegraph.tools.models import _log_odds, yes_no_log_odds
+
+    logits = [0.0, math.log(3.0), math.log(1.0), math.log(2.0)]
+    assert _log_odds(logits, [1, 2], [3]) == pytest.approx(math.log(4.0) - math.log(2.0))
+    spec, _ = scripted(judge=0.8)
+    assert yes_no_log_odds(spec, "Relevant?") == pytest.approx(math.log(0.8 / 0.2))

@@ -22,6 +22,13 @@ def describe_event(ev: dict) -> str:
         return f"RAAC calibration {ev.get('calibration_round')}: {ev.get('decision')} -> {ev.get('next')}"
     if kind == "verifier_batch":
         return f"verifier {ev.get('verifier')}: {ev.get('done')}/{ev.get('total')}"
+    if kind == "squai_decompose":
+        return f"SQuAI: {len(ev.get('sub_questions') or [])} sub-question(s)"
+    if kind == "squai_retrieve":
+        return f"SQuAI sub-question {ev.get('sub_q')}: {ev.get('retrieved')} documents retrieved"
+    if kind == "squai_judge":
+        score = ev.get("rel_score")
+        return f"SQuAI judge, sub-question {ev.get('sub_q')} doc {ev.get('rank')}: RelScore {'n/a' if score is None else f'{score:.2f}'}"
     if kind == "index_build":
         return f"indexing: {ev.get('docs_seen')} documents read, {ev.get('chunks_added')} chunks added"
     if kind == "genprog_module":

@@ -35,6 +35,10 @@ GRAPHS: dict[str, GraphEntry] = {
                          "GINGER: verbatim nuggets per passage, facet clusters, pairwise-ranked, one cited sentence per cluster to a budget."),
     "odmds": GraphEntry("odmds", "citegraph.graphs.odmds", "citegraph.state.odmds:OdmdsContext",
                         "Graph-augmented ODMDS: hybrid retrieval from a corpus, chunk-graph (GAE) cluster re-rank, cluster topics, tiered refinement, cited summary."),
+    "squai": GraphEntry("squai", "citegraph.graphs.squai", "citegraph.state.squai:SquaiContext",
+                        "SQuAI: decompose, hybrid retrieval per sub-question, per-document answer + Yes/No log-odds judge, adaptive filter, cited answer with supporting sentences."),
+    "rag": GraphEntry("rag", "citegraph.graphs.rag", "citegraph.state.squai:RagContext",
+                      "Standard RAG (SQuAI's baseline): hybrid top-10 in one prompt, with an [n] citation instruction."),
 }
 
 

@@ -236,6 +236,39 @@ class LlamaCppChat(BaseChatModel):
             logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
         return _two_way(logits, yes, no)
 
+    def yes_no_log_odds(self, messages: list[BaseMessage]) -> float:
+        """log p(Yes) − log p(No) of the next token after the chat-templated prompt (same template
+        and generation prompt as :meth:`yes_probability`; each side sums its case/space variants)."""
+        return self.yes_no_log_odds_counted(messages)[0]
+
+    def yes_no_log_odds_counted(self, messages: list[BaseMessage]) -> tuple[float, int]:
+        """(log-odds, prompt tokens)."""
+        import numpy as np
+
+        llm = self.llama
+        fmt = _chat_formatter(llm)
+        prompt = fmt(messages=[_to_openai(m) for m in messages]).prompt
+        tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+        yes, no = _yes_no_ids(llm)
+        with _llama_locks[id(llm)]:
+            keep = llm.longest_token_prefix(llm._input_ids.tolist(), tokens[:-1])
+            llm.n_tokens = keep
+            llm.eval(tokens[keep:])
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
+        return _log_odds(logits, yes, no), len(tokens)
+
+
+def _log_odds(logits, yes: list[int], no: list[int]) -> float:
+    """log Σ_yes exp(l) − log Σ_no exp(l): the softmax normaliser cancels, so raw logits suffice."""
+    ly = [float(logits[i]) for i in yes]
+    ln = [float(logits[i]) for i in no]
+
+    def lse(xs: list[float]) -> float:
+        m = max(xs)
+        return m + math.log(sum(math.exp(x - m) for x in xs))
+
+    return lse(ly) - lse(ln)
+
 
 _formatters: dict[int, Any] = {}
 _yesno: dict[int, tuple[list[int], list[int]]] = {}
@@ -333,6 +366,11 @@ class ScriptedChatModel(BaseChatModel):
     def yes_probability(self, messages: list[BaseMessage]) -> float:
         text = "\n".join(str(m.content) for m in messages)
         return float(self.judge(text) if callable(self.judge) else self.judge)
+
+    def yes_no_log_odds(self, messages: list[BaseMessage]) -> float:
+        """The judge's P(Yes) as log-odds (clipped to [1e-6, 1 - 1e-6])."""
+        p = min(max(self.yes_probability(messages), 1e-6), 1 - 1e-6)
+        return math.log(p) - math.log(1 - p)
 
 
 # --------------------------------------------------------------------------- resolution
@@ -586,3 +624,49 @@ def yes_probability(spec: str, prompt: Messages, *, system: str | None = None) -
     if y + n == 0:
         return 0.5
     return y / (y + n)
+
+
+class NoLogprobsError(ModelError):
+    """The model returned no token log-probabilities (callers may fall back to a verbal judgement)."""
+
+
+def yes_no_log_odds(spec: str, prompt: Messages, *, system: str | None = None) -> float:
+    """log p(Yes) − log p(No) for a Yes/No question (SQuAI's RelScore), from the next-token
+    distribution after the chat-templated prompt.
+
+    llama.cpp: the last-token logits (Yes/No each summed over their case and leading-space
+    variants); OpenAI-compatible servers: the ``top_logprobs`` of the first generated token (a side
+    missing from the top 20 is bounded by the lowest listed log-probability, an upper bound of its
+    true value); scripted fakes: the log-odds of their ``judge``. Raises :class:`NoLogprobsError`
+    when a server returns no logprobs.
+    """
+    model = get_chat_model(spec)
+    msgs = as_messages(prompt, system)
+    from citegraph.tools.usage import record_llm_call
+
+    if isinstance(model, LlamaCppChat):
+        value, n_tokens = model.yes_no_log_odds_counted(msgs)
+        record_llm_call(n_tokens, 1)
+        return float(value)
+    if hasattr(model, "yes_no_log_odds"):
+        value = float(model.yes_no_log_odds(msgs))
+        record_llm_call(sum(len(str(m.content).split()) for m in msgs), 1)
+        return value
+    bound = model.bind(logprobs=True, top_logprobs=20, max_completion_tokens=1, temperature=0)
+    msg = _invoke(bound, msgs)  # a LangChain call: the UsageTracker's callbacks count it
+    try:
+        top = msg.response_metadata["logprobs"]["content"][0]["top_logprobs"]
+        pairs = [(str(t["token"]), float(t["logprob"])) for t in top]
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        raise NoLogprobsError(f"{spec} returned no logprobs") from e
+    if not pairs:
+        raise NoLogprobsError(f"{spec} returned no logprobs")
+    floor = min(lp for _, lp in pairs)
+    y = [lp for t, lp in pairs if t.strip().lower() == "yes"]
+    n = [lp for t, lp in pairs if t.strip().lower() == "no"]
+
+    def lse(xs: list[float]) -> float:
+        m = max(xs)
+        return m + math.log(sum(math.exp(x - m) for x in xs))
+
+    return (lse(y) if y else floor) - (lse(n) if n else floor)

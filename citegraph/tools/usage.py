@@ -27,6 +27,25 @@ def record_verifier(pairs: int, cache_hits: int = 0) -> None:
         t.add_verifier(pairs, cache_hits)
 
 
+def record_llm_call(prompt_tokens: int, completion_tokens: int = 0) -> None:
+    """Count an LLM call made outside LangChain's callbacks (the Yes/No log-odds judge evaluates
+    the prompt on llama.cpp directly) against the active tracker, under the current graph node."""
+    t = _current.get()
+    if t is None:
+        return
+    try:
+        from langgraph.config import get_config
+
+        node = (get_config().get("metadata") or {}).get("langgraph_node", "<outside graph>")
+    except RuntimeError:  # not inside a runnable
+        node = "<outside graph>"
+    with t._lock:
+        d = t.nodes[node]
+        d["calls"] += 1
+        d["prompt_tokens"] += prompt_tokens
+        d["completion_tokens"] += completion_tokens
+
+
 class UsageTracker(BaseCallbackHandler):
     """Per-node counters: ``calls``, ``prompt_tokens``, ``completion_tokens``, ``seconds``,
     plus ``verifier_pairs`` / ``verifier_cache_hits`` for the item as a whole."""

@@ -1,0 +1,306 @@
+"""SQuAI vs standard RAG vs VANILLA-over-top-10 on SQuAI's unarXive Simple questions (resumable).
+
+Corpus: the context chunks of the data set's questions (every golden's 2-3 chunks; ``--corpus-items``
+limits how many goldens contribute), each chunk a document ``q<i>-c<j>``; questions: the first
+``--limit``. Per method and question the answer is journalled (``answers.jsonl``) and then scored
+(``scores.jsonl``): DeepEval's answer relevancy, faithfulness and contextual relevancy (our prompts,
+``citegraph.eval.deepeval_metrics``; judge ``--judge``), their mean, RAAC citation F1 and the
+supporting-sentence precision (share of attached supporting sentences that entail their answer
+sentence) by ``--verifier``, LLM calls, tokens and seconds. Re-running the same command resumes.
+
+``--filter-table N``: no final answers; for the first N questions (stopping when ``--minutes`` is
+spent) SQuAI runs up to its filter (decompose, retrieve, Agent 2, Agent 3) and the table says how
+often the filter keeps each question's own chunks at n = 0, 0.5, 1 (journal ``filter.jsonl``).
+
+    python benchmarks/bench_squai.py --write-corpus runs/squai_corpus.jsonl
+    citegraph index build --corpus runs/squai_corpus.jsonl --index runs/squai_index
+    OMP_NUM_THREADS=1 python benchmarks/bench_squai.py --limit 30 --index runs/squai_index --out runs/squai_simple
+    OMP_NUM_THREADS=1 python benchmarks/bench_squai.py --filter-table 30 --minutes 10 --out runs/squai_simple
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")  # our state types are in the schemas (tests/test_checkpoint.py)
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "squai" / "arxiv_deepeval_simple.json"
+METHODS = ("squai", "rag", "vanilla")
+PAPER = {  # Table 1, unarXive Simple (LLaMA 3.3 70B judge and generator)
+    "Standard RAG (paper)": {"answer_relevancy": 0.750, "contextual_relevancy": 0.562, "faithfulness": 0.965, "mean": 0.759},
+    "SQuAI abstract (paper)": {"answer_relevancy": 0.903, "contextual_relevancy": 0.739, "faithfulness": 0.966, "mean": 0.828},
+    "SQuAI full text (paper)": {"answer_relevancy": 0.937, "contextual_relevancy": 0.677, "faithfulness": 0.984, "mean": 0.847},
+}
+METRICS = ("answer_relevancy", "faithfulness", "contextual_relevancy", "mean", "citation_f1",
+           "support_precision", "llm_calls", "tokens", "seconds")
+
+
+def load(path: Path, limit: int, corpus_items: int):
+    from citegraph.state import Document
+
+    goldens = json.loads(path.read_text())["goldens"]
+    pool = goldens if corpus_items <= 0 else goldens[: max(corpus_items, limit)]
+    docs = [Document(id=f"q{i}-c{j}", title="", text=c) for i, g in enumerate(pool) for j, c in enumerate(g["context"])]
+    questions = [(f"q{i}", g["input"]) for i, g in enumerate(goldens[:limit])]
+    return questions, docs
+
+
+class Journal:
+    """Append-only JSONL keyed by ``key``; what is there is done."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.rows: dict[str, dict] = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    self.rows[row["key"]] = row
+
+    def add(self, row: dict) -> None:
+        self.rows[row["key"]] = row
+        with self.path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def top10(question: str, docs, index: str = "", k: int = 10):
+    from citegraph.nodes.squai.retrieval import candidates_for, open_corpus
+    from citegraph.state.squai import RagContext
+
+    ctx = RagContext()
+    corpus = open_corpus(index, []) if index else open_corpus("", docs)
+    return [c.document for c in candidates_for(corpus, 0, question, k=k, mode=ctx.retrieval_mode,
+                                               alpha=ctx.retrieval_alpha, candidate_factor=ctx.candidate_factor)]
+
+
+def answer(method: str, qid: str, question: str, docs, args) -> dict:
+    from citegraph.eval.datasets import Item
+    from citegraph.eval.runner import answer_item
+    from citegraph.graphs.registry import build_graph, make_context
+    from citegraph.tools.models import reset_local_models
+
+    reset_local_models()
+    knobs = {"llm": args.llm, "verifier": args.verifier}
+    if method == "vanilla":
+        item = Item(id=qid, question=question, documents=top10(question, docs, args.index))
+    elif args.index:  # squai and rag retrieve from the index themselves
+        item, knobs["corpus"] = Item(id=qid, question=question, documents=[]), args.index
+    else:
+        item = Item(id=qid, question=question, documents=docs)
+    t0 = time.perf_counter()
+    ans, usage = answer_item(build_graph(method), item, make_context(method, **knobs))
+    usage["seconds"] = round(time.perf_counter() - t0, 3)
+    return {"key": f"{method}/{qid}", "method": method, "id": qid, "question": question,
+            "answer": ans.model_dump(mode="json"), "usage": usage}
+
+
+def score(row: dict, args) -> dict:
+    from citegraph.eval.deepeval_metrics import context_texts, deepeval_scores
+    from citegraph.nodes.metrics import judge, raac_citation_f1
+    from citegraph.state import AttributedAnswer
+
+    ans = AttributedAnswer.model_validate(row["answer"])
+    t0 = time.perf_counter()
+    de = deepeval_scores(row["question"], ans.text, context_texts(ans.documents), args.judge or args.llm)
+    cf = raac_citation_f1(ans, args.verifier)
+    pairs = [(e.text, s.text) for s in ans.sentences for e in s.evidence]
+    support = (sum(judge(args.verifier, pairs)) / len(pairs)) if pairs else None
+    u = row["usage"]
+    return {"key": row["key"], "method": row["method"], "id": row["id"], **{k: v for k, v in de.as_dict().items()
+            if k in ("answer_relevancy", "faithfulness", "contextual_relevancy", "mean")},
+            "citation_f1": cf.f1, "support_precision": support, "llm_calls": u.get("llm_calls"),
+            "tokens": u.get("tokens"), "seconds": u.get("seconds"), "problems": de.problems,
+            "score_seconds": round(time.perf_counter() - t0, 3), "details": de.details}
+
+
+def interval(values: list[float], n_resamples: int = 1000, seed: int = 0) -> tuple[float, float, float] | None:
+    import numpy as np
+
+    v = np.array([x for x in values if x is not None], dtype=float)
+    if not len(v):
+        return None
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), size=(n_resamples, len(v)))].mean(axis=1)
+    return float(v.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def table(scores: list[dict], methods) -> str:
+    head = "| system | n | " + " | ".join(METRICS) + " |"
+    lines = [head, "|" + "---|" * (len(METRICS) + 2)]
+    for m in methods:
+        rows = [r for r in scores if r["method"] == m]
+        cells = []
+        for k in METRICS:
+            iv = interval([r.get(k) for r in rows])
+            if iv is None:
+                cells.append("n/a")
+            elif k in ("llm_calls", "tokens", "seconds"):
+                cells.append(f"{iv[0]:.1f}")
+            else:
+                cells.append(f"{iv[0]:.3f} [{iv[1]:.3f}, {iv[2]:.3f}]")
+        lines.append(f"| {m} | {len(rows)} | " + " | ".join(cells) + " |")
+    for name, p in PAPER.items():
+        lines.append(f"| {name} | 500 | " + " | ".join(f"{p[k]:.3f}" if k in p else "" for k in METRICS) + " |")
+    return "\n".join(lines)
+
+
+def filter_row(qid: str, question: str, docs, args) -> dict:
+    """SQuAI up to its filter (interrupt before merge): the sub-questions, candidates and RelScores."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from citegraph.graphs.squai import build
+    from citegraph.state.squai import SquaiContext
+    from citegraph.tools.models import reset_local_models
+    from citegraph.tools.usage import UsageTracker
+
+    reset_local_models()
+    g = build(checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    tracker = UsageTracker()
+    t0 = time.perf_counter()
+    with tracker.active():
+        g.invoke({"question": question, "documents": [] if args.index else docs}, {**cfg, "callbacks": [tracker]},
+                 context=SquaiContext(llm=args.llm, verifier=args.verifier, corpus=args.index),
+                 interrupt_before=None if args.full_answers else ["merge"])
+    st = g.get_state(cfg).values
+    scores = {(j.sub_q, j.rank): j.rel_score for j in st["judgements"]}
+    cands = [{"sub_q": c.sub_q, "rank": c.rank, "doc_id": c.doc_id or c.key, "rel_score": scores.get((c.sub_q, c.rank))}
+             for c in st["candidates"]]
+    row = {"key": qid, "id": qid, "question": question, "sub_questions": st["sub_questions"], "candidates": cands,
+           "filters": [f.model_dump(mode="json") for f in st["filters"]],
+           "doc_answers": [a.model_dump(mode="json") for a in st["doc_answers"]],
+           "llm_calls": tracker.totals()["llm_calls"], "tokens": tracker.totals()["tokens"],
+           "nodes": tracker.per_node(), "seconds": round(time.perf_counter() - t0, 3)}
+    if args.full_answers and st.get("answer") is not None:
+        ans = st["answer"]
+        row.update({"answer": ans.render(), "merged": [m.key for m in st["merged"]], "fallback": st["fallback"],
+                    "evidence": [[e.model_dump(mode="json") for e in s.evidence] for s in ans.sentences],
+                    "citation_checks": [c.model_dump(mode="json") for c in st["citation_checks"]],
+                    "warnings": ans.warnings})
+    return row
+
+
+def filter_table(rows: list[dict]) -> str:
+    from citegraph.nodes.squai.nodes import adaptive_filter
+
+    lines = ["| n | questions | own chunks retrieved / question | own chunks kept / question | own kept / own retrieved | "
+             "other chunks kept / other retrieved | documents kept / question |", "|---|---|---|---|---|---|---|"]
+    for n in (0.0, 0.5, 1.0):
+        own_ret = own_kept = oth_ret = oth_kept = kept_docs = 0
+        for r in rows:
+            own = f"{r['id']}-"
+            kept_ids, ret_ids = set(), set()
+            for i in range(len(r["sub_questions"])):
+                cands = [c for c in r["candidates"] if c["sub_q"] == i]
+                _, _, _, kept = adaptive_filter([c["rel_score"] for c in cands], n)
+                ret_ids |= {c["doc_id"] for c in cands}
+                kept_ids |= {c["doc_id"] for c, k in zip(cands, kept) if k}
+            own_ret += sum(d.startswith(own) for d in ret_ids)
+            own_kept += sum(d.startswith(own) for d in kept_ids)
+            oth_ret += sum(not d.startswith(own) for d in ret_ids)
+            oth_kept += sum(not d.startswith(own) for d in kept_ids)
+            kept_docs += len(kept_ids)
+        q = max(1, len(rows))
+        lines.append(f"| {n} | {len(rows)} | {own_ret / q:.2f} | {own_kept / q:.2f} | "
+                     f"{own_kept / own_ret if own_ret else float('nan'):.3f} | "
+                     f"{oth_kept / oth_ret if oth_ret else float('nan'):.3f} | {kept_docs / q:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--limit", type=int, default=30, help="first N questions")
+    ap.add_argument("--corpus-items", type=int, default=0, help="goldens whose chunks form the corpus (0 = all)")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--llm", default="local")
+    ap.add_argument("--judge", default="", help="judge model spec for the DeepEval metrics (default: --llm)")
+    ap.add_argument("--verifier", default="default")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "squai_simple")
+    ap.add_argument("--no-score", action="store_true", help="answer only; score later")
+    ap.add_argument("--filter-table", type=int, default=0, metavar="N", help="the judge-filter table on N questions")
+    ap.add_argument("--minutes", type=float, default=0.0, help="stop starting new questions after this long (0 = no limit)")
+    ap.add_argument("--skip", type=int, default=0, help="filter table: start at this question (another process may do the first)")
+    ap.add_argument("--full-answers", action="store_true",
+                    help="filter table: run SQuAI to the end and journal the cited answer and its evidence too")
+    ap.add_argument("--report-only", action="store_true", help="print the tables from the journals; run nothing")
+    ap.add_argument("--write-corpus", type=Path, metavar="JSONL",
+                    help="write the corpus (one chunk of the data set per line, id q<i>-c<j>) and exit; index it once with "
+                         "`citegraph index build --corpus JSONL --index DIR` and pass --index DIR (an in-memory index of "
+                         "all 1,518 chunks takes minutes to build in every process)")
+    ap.add_argument("--index", default="", help="retrieve from this index (see --write-corpus) instead of an in-memory one")
+    args = ap.parse_args(argv)
+    if not args.data.exists():
+        print(f"data not found: {args.data}", file=sys.stderr)
+        return 2
+    if args.write_corpus:
+        _, docs = load(args.data, 0, args.corpus_items)
+        args.write_corpus.parent.mkdir(parents=True, exist_ok=True)
+        with args.write_corpus.open("w") as f:
+            for d in docs:
+                f.write(json.dumps({"id": d.id, "title": d.title, "text": d.text}) + "\n")
+        print(f"wrote {len(docs)} documents to {args.write_corpus}")
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+
+    def time_left() -> bool:
+        return not args.minutes or (time.perf_counter() - t_start) < 60 * args.minutes
+
+    if args.filter_table:
+        questions, docs = load(args.data, args.filter_table, args.corpus_items)
+        j = Journal(args.out / "filter.jsonl")
+        for qid, q in questions[args.skip:]:
+            if qid in j.rows or args.report_only:
+                continue
+            if not time_left():
+                break
+            row = filter_row(qid, q, docs, args)
+            j.add(row)
+            print(f"{qid}: {len(row['candidates'])} candidates, {row['llm_calls']} LLM calls, {row['seconds']:.0f} s", flush=True)
+        rows = [j.rows[qid] for qid, _ in questions if qid in j.rows]
+        print(f"\nJudge filter on {len(rows)} question(s), corpus of {len(docs)} chunks:")
+        print(filter_table(rows))
+        return 0
+
+    questions, docs = load(args.data, args.limit, args.corpus_items)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        print(f"unknown method(s) {bad}; choose from {METHODS}", file=sys.stderr)
+        return 2
+    answers, scores = Journal(args.out / "answers.jsonl"), Journal(args.out / "scores.jsonl")
+    for qid, q in questions:
+        for m in methods:
+            key = f"{m}/{qid}"
+            if args.report_only:
+                continue
+            if key not in answers.rows:
+                if not time_left():
+                    break
+                answers.add(answer(m, qid, q, docs, args))
+                print(f"{key}: answered in {answers.rows[key]['usage']['seconds']:.0f} s", flush=True)
+            if not args.no_score and key not in scores.rows and time_left():
+                scores.add(score(answers.rows[key], args))
+                print(f"{key}: scored in {scores.rows[key]['score_seconds']:.0f} s", flush=True)
+    done = [scores.rows[f"{m}/{qid}"] for qid, _ in questions for m in methods if f"{m}/{qid}" in scores.rows]
+    print(f"\nunarXive Simple, first {args.limit} questions, corpus of {len(docs)} chunks; llm={args.llm}, "
+          f"judge={args.judge or args.llm}, verifier={args.verifier}; mean [95% bootstrap interval]:")
+    print(table(done, methods))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
