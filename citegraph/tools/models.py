@@ -218,14 +218,15 @@ class LlamaCppChat(BaseChatModel):
         ))
 
     # -- Yes/No judge: eval the prompt, read the last token's logits (no logits_all needed)
-    def yes_probability(self, messages: list[BaseMessage]) -> float:
+    def _next_token_logits(self, messages: list[BaseMessage]):
+        """The next-token logits after the chat-templated prompt (with its generation prompt), the
+        Yes/No token ids, and the prompt's length in tokens."""
         import numpy as np
 
         llm = self.llama
         fmt = _chat_formatter(llm)
         prompt = fmt(messages=[_to_openai(m) for m in messages]).prompt
         tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
-        yes, no = _yes_no_ids(llm)
         with _llama_locks[id(llm)]:
             # re-use the KV cache of the longest common prefix with what was evaluated last (a
             # judge asked about several claims on one passage reads the passage once); at least
@@ -234,6 +235,10 @@ class LlamaCppChat(BaseChatModel):
             llm.n_tokens = keep
             llm.eval(tokens[keep:])
             logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
+        return logits, _yes_no_ids(llm), len(tokens)
+
+    def yes_probability(self, messages: list[BaseMessage]) -> float:
+        logits, (yes, no), _ = self._next_token_logits(messages)
         return _two_way(logits, yes, no)
 
     def yes_no_log_odds(self, messages: list[BaseMessage]) -> float:
@@ -243,19 +248,8 @@ class LlamaCppChat(BaseChatModel):
 
     def yes_no_log_odds_counted(self, messages: list[BaseMessage]) -> tuple[float, int]:
         """(log-odds, prompt tokens)."""
-        import numpy as np
-
-        llm = self.llama
-        fmt = _chat_formatter(llm)
-        prompt = fmt(messages=[_to_openai(m) for m in messages]).prompt
-        tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
-        yes, no = _yes_no_ids(llm)
-        with _llama_locks[id(llm)]:
-            keep = llm.longest_token_prefix(llm._input_ids.tolist(), tokens[:-1])
-            llm.n_tokens = keep
-            llm.eval(tokens[keep:])
-            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
-        return _log_odds(logits, yes, no), len(tokens)
+        logits, (yes, no), n = self._next_token_logits(messages)
+        return _log_odds(logits, yes, no), n
 
 
 def _log_odds(logits, yes: list[int], no: list[int]) -> float:
