@@ -171,3 +171,29 @@ def test_index_build_inside_a_run_reports_progress(tmp_path):
     events = [e for e in g.compile().stream({"n": 0}, stream_mode="custom") if e["event"] == "index_build"]
     assert [e["docs_seen"] for e in events] == [2, 4, 5]
     assert events[-1]["docs_added"] == 5 and events[-1]["chunks_added"] == 5
+
+
+@pytest.mark.slow
+def test_vanilla_streams_embedded_model_tokens_that_add_up_to_its_reply():
+    """Through the real llama.cpp path: stream_mode="messages" on VANILLA yields token chunks whose
+    concatenation is the reply the answer was parsed from (its raw_output)."""
+    from citegraph.eval.datasets import bundled_example
+    from citegraph.tools.models import get_chat_model, reset_local_models
+
+    try:
+        get_chat_model("local")
+    except Exception as e:  # noqa: BLE001 - the embedded model is an optional extra
+        pytest.skip(f"embedded model unavailable: {e}")
+    reset_local_models()
+    item = bundled_example()
+    pieces, final = [], None
+    for mode, data in build_graph("vanilla").stream({"question": item.question, "documents": item.documents},
+                                                    context=VanillaContext(llm="local", max_new_tokens=60),
+                                                    stream_mode=["messages", "values"]):
+        if mode == "messages":
+            pieces.append(data[0].content)
+            assert data[1]["langgraph_node"] == "generate"
+        elif data.get("answer") is not None:
+            final = data["answer"]
+    assert len([p for p in pieces if p]) > 10
+    assert "".join(pieces) == final.metadata["raw_output"]
