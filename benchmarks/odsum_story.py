@@ -5,11 +5,9 @@ chapters (every non-empty chapter of the query's story) and 4 reference summarie
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 
 SPLITS = ("documents_dev", "documents_train_corpus", "documents_test_corpus")
 
@@ -64,26 +62,12 @@ def distinct_documents(doc_ids, k: int) -> list[str]:
 
 
 def chroma_embed_fn(corpus):
-    """Embeddings of the indexed chunks, read back from the Chroma collection by chunk id (the index
-    already holds them; embedding ~4,000 chunks again costs ~10 minutes on this machine). The
-    offline part asks for them in ``corpus.chunks()`` order. Falls back to embedding the texts."""
-    from citegraph.tools.embeddings import embed
-
+    """Embeddings of the indexed chunks, read back from the index (``Corpus.embeddings``; embedding
+    ~4,000 chunks again costs ~10 minutes on this machine), in ``corpus.chunks()`` order."""
     ids = [c.id for c in corpus.chunks()]
-    table: dict[str, np.ndarray] = {}
-    col = getattr(corpus, "_col", None) or getattr(corpus, "collection", None)
-    if col is not None:
-        try:
-            for off in range(0, len(ids), 2000):
-                res = col.get(ids=ids[off:off + 2000], include=["embeddings"])
-                table.update({i: np.asarray(v, dtype=np.float32) for i, v in zip(res["ids"], res["embeddings"])})
-        except Exception as e:  # noqa: BLE001 - any failure: embed instead
-            print(f"(could not read embeddings from the index: {e}; embedding the chunks)", file=sys.stderr)
 
     def fn(texts):
-        if len(texts) == len(ids) and all(i in table for i in ids):
-            return np.stack([table[i] for i in ids])
-        return embed(list(texts))
+        return corpus.embeddings(ids)
 
-    fn.from_index = len(table) == len(ids)
+    fn.from_index = True
     return fn

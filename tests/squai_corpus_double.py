@@ -67,8 +67,9 @@ class Corpus:
             raise FileNotFoundError(spec)
         return cls.opened[spec]
 
-    def search(self, query: str, k: int = 10, mode: str = "hybrid", alpha: float = 0.65) -> list[Hit]:
-        Corpus.searches.append({"query": query, "k": k, "mode": mode, "alpha": alpha})
+    def search(self, query: str, k: int = 10, mode: str = "hybrid", alpha: float = 0.65,
+               candidates: int | None = None) -> list[Hit]:
+        Corpus.searches.append({"query": query, "k": k, "mode": mode, "alpha": alpha, "candidates": candidates})
         q = _words(query)
         scored = [(len(q & _words(c.title + " " + c.text)) / max(1, len(q)), i, c) for i, c in enumerate(self.chunks)]
         scored.sort(key=lambda t: (-t[0], t[1]))

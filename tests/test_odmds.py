@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from citegraph.errors import InputError
+from citegraph.state import Document
 from citegraph.tools.graph_cluster import (
     ChunkRecord, GraphSettings, build_edges, cluster_chunks, cluster_embeddings, cluster_rerank, feature_dim,
     make_encoder, node_features, train_gae,
@@ -340,3 +341,28 @@ def test_a_rewrite_not_grounded_in_its_chunk_falls_back_to_the_chunk(scripted):
     assert bad.text == chunk and "not grounded" in bad.problems[0]
     good = refine(task, Runtime(context=ctx))["refinements"][0]
     assert good.text.startswith("Strike commands the mail ship") and good.problems == []
+
+
+def test_clusters_of_an_index_reuse_its_stamp_and_stored_embeddings(tmp_path, monkeypatch):
+    """A repeated query on an unchanged index skips the pass over every chunk (keyed by the index's
+    change stamp), and the node features use the index's stored embeddings: nothing is embedded twice."""
+    import citegraph.nodes.odmds.nodes as N
+    from citegraph.corpus import Corpus
+    from citegraph.state.odmds import OdmdsContext
+    from citegraph.tools import embeddings as E
+
+    words = ["river boats carry grain", "mountain goats climb cliffs", "winter storms close roads",
+             "market traders sell spices", "desert caravans cross dunes", "harbour cranes lift steel"]
+    docs = [Document(id=f"d{i}", title=f"Story {i % 2}", text=f"In chapter {i}, {w}. Then {words[i - 1]} again.")
+            for i, w in enumerate(words)]
+    corpus = Corpus.from_documents(docs)
+    settings = N.graph_settings(OdmdsContext(gae_epochs=5))
+    calls = []
+    real_embed = E.embed
+    monkeypatch.setattr(E, "embed", lambda texts, *a, **k: calls.append(len(texts)) or real_embed(texts, *a, **k))
+    labels, stats = N.corpus_clusters(corpus, settings, "")
+    assert stats["from_cache"] == "computed" and calls == []  # features from the stored vectors
+    assert set(labels) == {c.id for c in corpus.chunks()}
+    monkeypatch.setattr(corpus, "chunks", lambda *a, **k: pytest.fail("listed every chunk again"))
+    again, stats2 = N.corpus_clusters(corpus, settings, "")
+    assert again == labels and stats2["from_cache"] == "memory"

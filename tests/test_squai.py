@@ -270,7 +270,8 @@ def test_rag_top_k_in_one_prompt_with_citations(scripted, fake_corpus):
                      stream_mode="values")
     ans = state["answer"]
     assert len(ans.documents) == 4 and len(model.calls) == 1
-    assert fake_corpus.Corpus.searches == [{"query": QUESTION, "k": 4, "mode": "hybrid", "alpha": pytest.approx(0.65)}]
+    assert fake_corpus.Corpus.searches == [{"query": QUESTION, "k": 4, "mode": "hybrid", "alpha": pytest.approx(0.65),
+                                           "candidates": 8}]  # candidate_factor 2 x top_k 4 per retriever
     assert [s.citations for s in ans.sentences] == [[1], [2]]
     prompt = model.calls[0]["messages"][-1].content
     assert all(f"[{i}]" in prompt for i in range(1, 5)) and "Cite the supporting document" in prompt

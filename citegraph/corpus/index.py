@@ -273,6 +273,25 @@ class Corpus:
     def __len__(self) -> int:
         return self._col.count()
 
+    @property
+    def stamp(self) -> str:
+        """Changes whenever the index's content changes (a fresh uuid at every build or add that
+        changed something): a cache keyed by it needs no pass over the chunks."""
+        return self._current_stamp()
+
+    def embeddings(self, ids: Sequence[str], batch: int = 2000) -> np.ndarray:
+        """The stored embeddings of these chunks, in the order asked (of ``title\ntext`` when the
+        index was built with titles, else of the text), so nothing is embedded twice."""
+        ids = list(ids)
+        table: dict[str, np.ndarray] = {}
+        for off in range(0, len(ids), batch):
+            res = self._col.get(ids=ids[off: off + batch], include=["embeddings"])
+            table.update({i: np.asarray(v, dtype=np.float32) for i, v in zip(res["ids"], res["embeddings"])})
+        missing = [i for i in ids if i not in table]
+        if missing:
+            raise InputError(f"no stored embedding for {len(missing)} chunk(s), e.g. {missing[0]!r}")
+        return np.stack([table[i] for i in ids]) if ids else np.zeros((0, 0), dtype=np.float32)
+
     def chunks(self, batch: int = 1000) -> Iterator[Chunk]:
         """Every chunk, in (document id, order) order."""
         ids = self._ensure_sparse().ids

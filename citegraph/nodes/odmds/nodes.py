@@ -29,7 +29,7 @@ from citegraph.tools.models import chat_text, structured
 
 _lock = threading.Lock()
 _corpora: dict[str, Any] = {}
-_labels: dict[str, tuple[dict[str, int], dict[str, Any]]] = {}
+_labels: dict[Any, tuple[dict[str, int], dict[str, Any]]] = {}  # by content key, and by (index stamp, settings)
 
 
 # --------------------------------------------------------------------------- corpus + clusters
@@ -74,27 +74,48 @@ def corpus_clusters(corpus: Any, settings: GraphSettings, cache_dir: str, embed_
     corpus (or setting) is clustered afresh and an unchanged one never is."""
     import os
 
+    # an index's change stamp identifies its content: a repeated query skips the pass over every chunk
+    stamp = getattr(corpus, "stamp", "")
+    by_stamp = (stamp, settings.key()) if stamp else None
+    with _lock:
+        if by_stamp in _labels:
+            labels, stats = _labels[by_stamp]
+            return labels, {**stats, "from_cache": "memory"}
     chunks = list(corpus.chunks())
     key = cluster_key(chunks, settings)
     with _lock:
         if key in _labels:
             labels, stats = _labels[key]
+            if by_stamp:
+                _labels[by_stamp] = (labels, stats)
             return labels, {**stats, "from_cache": "memory"}
+    if embed_fn is None and _stored_embeddings_match(corpus, settings):
+        ids = [c.id for c in chunks]
+        embed_fn = lambda _texts: corpus.embeddings(ids)  # noqa: E731 - the index holds them: never embed twice
     res = cluster_chunks(chunks, settings, cache_dir=os.path.expanduser(cache_dir) if cache_dir else None,
                          embed_fn=embed_fn)
     stats = {**res.stats, "key": res.key, "from_cache": "disk" if res.from_cache else "computed"}
     labels = res.label_of()
     with _lock:
         _labels[key] = (labels, stats)
+        if by_stamp:
+            _labels[by_stamp] = (labels, stats)
     return labels, stats
+
+
+def _stored_embeddings_match(corpus: Any, settings: GraphSettings) -> bool:
+    """The index's stored vectors are what the node features need: the same embedder, of
+    ``title\ntext`` (what cluster_chunks embeds)."""
+    cs = getattr(corpus, "settings", None) or {}
+    return (callable(getattr(corpus, "embeddings", None)) and cs.get("embedder") == settings.embedding
+            and bool(cs.get("title_in_index")))
 
 
 def candidates_from_hits(hits: Sequence[Any], labels: dict[str, int]) -> list[Candidate]:
     out = []
     for r, h in enumerate(hits, 1):
         c = h.chunk
-        doc = c.to_document() if hasattr(c, "to_document") else Document(id=str(c.id), title=c.title, text=c.text)
-        out.append(Candidate(chunk_id=str(c.id), doc_id=str(c.doc_id), document=doc, rank=r, score=float(h.score),
+        out.append(Candidate(chunk_id=str(c.id), doc_id=str(c.doc_id), document=c.to_document(), rank=r, score=float(h.score),
                              dense_score=getattr(h, "dense_score", None), sparse_score=getattr(h, "sparse_score", None),
                              cluster=labels.get(str(c.id), -1)))
     return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import inspect
 import threading
 
 from citegraph.errors import InputError
@@ -55,40 +54,15 @@ def open_corpus(spec: str, documents: list[Document]):
     return corpus
 
 
-def _as_document(chunk) -> Document:
-    to_doc = getattr(chunk, "to_document", None)
-    doc = to_doc() if callable(to_doc) else None
-    if isinstance(doc, Document):
-        return doc
-    return Document(id=str(chunk.id), title=getattr(chunk, "title", "") or "", text=chunk.text)
-
-
-def search(corpus, query: str, *, k: int, mode: str, alpha: float, candidate_factor: int) -> list:
-    """``corpus.search``; ``alpha`` is the DENSE weight (SQuAI: 0.65, i.e. 0.35 on BM25).
-    ``candidates`` (per retriever: candidate_factor * k) is passed where the corpus accepts it."""
-    kwargs = {"k": k, "mode": mode, "alpha": alpha}
-    try:
-        params = inspect.signature(corpus.search).parameters
-    except (TypeError, ValueError):
-        params = {}
-    if "candidates" in params:
-        kwargs["candidates"] = max(k, candidate_factor * k)
-    return list(corpus.search(query, **kwargs))
-
-
 def candidates_for(corpus, sub_q: int, question: str, *, k: int, mode: str, alpha: float,
                    candidate_factor: int) -> list[Candidate]:
-    out = []
-    for rank, hit in enumerate(search(corpus, question, k=k, mode=mode, alpha=alpha,
-                                      candidate_factor=candidate_factor)[:k]):
-        chunk = hit.chunk
-        out.append(Candidate(
-            sub_q=sub_q, sub_question=question, rank=rank, key=str(chunk.id),
-            doc_id=str(getattr(chunk, "doc_id", "") or ""), document=_as_document(chunk),
-            score=_f(getattr(hit, "score", None)), dense_score=_f(getattr(hit, "dense_score", None)),
-            sparse_score=_f(getattr(hit, "sparse_score", None)),
-        ))
-    return out
+    """The corpus layer's hybrid search for one (sub-)question; ``alpha`` is the DENSE weight (SQuAI:
+    0.65, i.e. 0.35 on BM25), each retriever contributing ``candidate_factor * k`` candidates."""
+    hits = corpus.search(question, k=k, mode=mode, alpha=alpha, candidates=max(k, candidate_factor * k))
+    return [Candidate(sub_q=sub_q, sub_question=question, rank=rank, key=str(h.chunk.id), doc_id=str(h.chunk.doc_id),
+                      document=h.chunk.to_document(), score=_f(h.score), dense_score=_f(h.dense_score),
+                      sparse_score=_f(h.sparse_score))
+            for rank, h in enumerate(hits[:k])]
 
 
 def _f(x) -> float | None:
