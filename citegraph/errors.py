@@ -7,7 +7,17 @@ class InputError(ValueError):
 
 
 class ModelError(RuntimeError):
-    """A model could not be resolved, loaded or reached (after bounded retries)."""
+    """A model could not be resolved, loaded or reached (after bounded retries). A run stops on it:
+    every next item would fail the same way (see ``citegraph.tools.failures``)."""
+
+
+class EndpointUnreachable(ModelError):
+    """The model endpoint refused connections or did not answer in time, after the retries."""
+
+
+class ModelReplyError(ModelError):
+    """One call failed after the retries (an empty or malformed reply, a 5xx, a 429, a prompt too
+    long): the item fails, and a run goes on with the next item."""
 
 
 class NodeError(RuntimeError):

@@ -4,8 +4,34 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        """A client that went away (it timed out, or was killed) is expected here: no traceback."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+@dataclass
+class Raw:
+    """A reply sent exactly as given, as a faulty server sends it: any status, headers and body
+    bytes (HTML, truncated JSON, invalid UTF-8), optionally after ``delay`` seconds (a hang)."""
+
+    body: bytes | str = b""
+    status: int = 200
+    headers: dict = field(default_factory=dict)
+    content_type: str = "application/json"
+    delay: float = 0.0
 
 
 class FakeOpenAI:
@@ -26,6 +52,11 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 outer.requests.append(body)
                 content = outer.reply(body)
+                if isinstance(content, Raw):
+                    if content.delay:
+                        time.sleep(content.delay)
+                    data = content.body.encode("utf-8", "surrogatepass") if isinstance(content.body, str) else content.body
+                    return self._send(content.status, data, content.content_type, content.headers)
                 if isinstance(content, dict):  # a whole response body, as a misbehaving server sends it
                     return self._send(200, json.dumps(content).encode())
                 if body.get("stream"):
@@ -40,9 +71,11 @@ class FakeOpenAI:
                        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
                 self._send(200, json.dumps(out).encode())
 
-            def _send(self, status: int, data: bytes, ctype: str = "application/json") -> None:
+            def _send(self, status: int, data: bytes, ctype: str = "application/json", headers: dict | None = None) -> None:
                 self.send_response(status)
                 self.send_header("content-type", ctype)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, str(v))
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -62,7 +95,7 @@ class FakeOpenAI:
                 data = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
                 self._send(200, data.encode(), "text/event-stream")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

@@ -127,8 +127,17 @@ def test_planner_retry_then_empty_answer_with_errors(scripted):
 
 
 def test_empty_module_output_falls_back_to_input(scripted):
-    ans, _ = run(scripted, router("- compression(S3)", {"Compress": ""}))
+    # a reply with nothing left once its "Output:" label is cleaned off: the input is kept
+    ans, _ = run(scripted, router("- compression(S3)", {"Compress": "Output:"}))
     assert ans.sentences[0].text == "Beta is a river in Chile." and ans.sentences[0].citations == [2]
+
+
+def test_an_empty_module_reply_is_a_model_failure(scripted):
+    # an empty reply is the model failing, not a module output: the item fails, visibly
+    from citegraph.errors import ModelReplyError
+
+    with pytest.raises(ModelReplyError, match="empty reply"):
+        run(scripted, router("- compression(S3)", {"Compress": ""}))
 
 
 def test_refinement_resamples_until_entailed(scripted):
@@ -405,7 +414,7 @@ def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):
 def test_answer_carries_a_compact_trace_summary(scripted):
     # each bullet's parsed call, S-ids and the answer sentence it became (None: empty output dropped)
     program = "- fusion(S1, S3)\n- paraphrase(S4)\n- compression(S2)"
-    ans, _ = run(scripted, router(program, {"Fuse": "Alpha is old and Beta is a river.", "Paraphrase": "",
+    ans, _ = run(scripted, router(program, {"Fuse": "Alpha is old and Beta is a river.", "Paraphrase": "Output:",
                                             "Compress": "Alpha is in Paris."}))
     tr = ans.metadata["trace"]
     assert tr["method"] == "genprog" and tr["program"] == program

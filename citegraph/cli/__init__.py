@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Sequence
 
-from citegraph.cli.common import EXIT_INPUT, EXIT_MODEL, parse_set, print_answer
+from citegraph.cli.common import EXIT_INPUT, EXIT_MODEL, apply_failure_args, parse_set, print_answer
 from citegraph.errors import InputError, ModelError
 
 __all__ = ["main", "build_parser", "parse_set", "print_answer", "EXIT_INPUT", "EXIT_MODEL"]
@@ -46,6 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        apply_failure_args(args)
         return int(args.func(args) or 0)
     except InputError as e:
         print(f"citegraph: error: {e}", file=sys.stderr)

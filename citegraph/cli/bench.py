@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import parse_set
+from citegraph.cli.common import add_failure_args, parse_set
 from citegraph.errors import InputError
 
 
@@ -55,4 +55,5 @@ def register(subparsers) -> None:
     p.add_argument("--overwrite", action="store_true", help="discard existing raw outputs instead of resuming")
     p.add_argument("--answer-field", default=None, metavar="FIELD",
                    help="genprog-posthoc: the item field holding the answer to attribute (e.g. output)")
+    add_failure_args(p)
     p.set_defaults(func=cmd_bench)

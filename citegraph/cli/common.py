@@ -43,6 +43,28 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--llm", help="chat model spec (default: the method's Context default, 'local')")
     p.add_argument("--verifier", help="verifier spec, for methods that use one")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a Context knob (repeatable)")
+    add_failure_args(p)
+
+
+def add_failure_args(p: argparse.ArgumentParser) -> None:
+    """``--retries`` / ``--timeout``: the failure policy of every model call (citegraph.tools.failures)."""
+    p.add_argument("--retries", type=int, default=None, metavar="N",
+                   help="extra attempts for a failed model call (429, 5xx, empty or malformed reply, "
+                        "timeout); default 2, or CITEGRAPH_RETRIES")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="seconds one call to a model endpoint may take; default 60, or CITEGRAPH_TIMEOUT")
+
+
+def apply_failure_args(args) -> None:
+    retries, timeout = getattr(args, "retries", None), getattr(args, "timeout", None)
+    if retries is not None and retries < 0:
+        raise InputError("--retries must be 0 or more")
+    if timeout is not None and timeout <= 0:
+        raise InputError("--timeout must be more than 0 seconds")
+    if retries is not None or timeout is not None:
+        from citegraph.tools import failures
+
+        failures.configure(retries=retries, timeout=timeout)
 
 
 def print_answer(ans, console=None) -> None:

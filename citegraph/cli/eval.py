@@ -7,6 +7,8 @@ AutoNuggetizer scores (V_strict, V, A_strict, A) by the ``--judge`` chat model i
 
 from __future__ import annotations
 
+from citegraph.cli.common import add_failure_args
+
 import argparse
 import os
 from typing import Any
@@ -96,6 +98,7 @@ def _add_flag_args(p: argparse.ArgumentParser) -> None:
 def register(subparsers) -> None:
     p = subparsers.add_parser("eval", help="score an output file (ours or ALCE's) and write <name>.score.json")
     p.add_argument("--input", "-i", required=True, help="output JSON of `citegraph run` or of ALCE's run.py")
+    add_failure_args(p)
     p.add_argument("--verifier", default="default", help="entailment verifier spec (default: default)")
     p.add_argument("--output", "-o", default=None, help="score file (default: <input>.score.json)")
     _add_flag_args(p)

@@ -56,7 +56,24 @@ def model_identity(spec: str | None) -> str | None:
 
     if spec in EMBEDDED:
         return f"{spec} (sha256 {EMBEDDED[spec].sha256[:12]})"
+    if spec.partition(":")[0] == "openai":
+        return f"{spec} at {endpoint_url()}"
     return spec
+
+
+def endpoint_url() -> str:
+    """The OpenAI-compatible endpoint ``openai:`` specs reach: its base URL without credentials
+    (a ``user:password@`` part is dropped; the API key is never recorded)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        netloc = host + (f":{parts.port}" if parts.port else "")
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    except ValueError:
+        return "(unparseable OPENAI_BASE_URL)"
 
 
 @functools.lru_cache(maxsize=None)

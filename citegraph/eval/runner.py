@@ -3,9 +3,16 @@
 Output: ALCE-compatible JSON ``{"args": {...}, "data": [...]}`` where each item keeps its input
 fields and gains ``output`` (the ``[n]``-cited text) and ``citegraph`` (our structured answer, its
 cost counters, and the provenance of the process that made it: commit, libraries, models).
-Finished items are appended to ``<output>.partial.jsonl`` (flushed and fsync'd) and the JSON file
-is rewritten atomically after every item, so a killed run loses nothing already finished;
-re-running the same command skips finished items.
+Finished items are appended to ``<output>.partial.jsonl`` (flushed and fsync'd; nothing already
+written is rewritten, so a run's I/O grows with its items, not with their square), and the JSON file
+is written atomically, in input order, when the run ends (finished, failed items, interrupted, or
+stopped by a model failure); a killed run loses nothing already finished, and re-running the same
+command skips finished items.
+
+Failures follow ``citegraph.tools.failures``: a ``ModelReplyError`` (an empty or malformed reply, a
+5xx or 429 after the retries, a prompt too long) fails its item and the run goes on; any other
+``ModelError`` (an unreachable endpoint, a rejected key, a missing model) stops the run at once:
+items in flight stop retrying and queued items are not started.
 """
 
 from __future__ import annotations
@@ -14,16 +21,17 @@ import json
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from citegraph.errors import InputError, ModelError
+from citegraph.errors import InputError, ModelError, ModelReplyError
 from citegraph.eval.datasets import Item
 from citegraph.eval.provenance import provenance
 from citegraph.graphs.registry import build_graph
 from citegraph.state import AttributedAnswer
+from citegraph.tools import failures
 from citegraph.tools.models import reset_local_models
 from citegraph.tools.usage import UsageTracker
 
@@ -105,13 +113,13 @@ class ResumableWriter:
         return set(self.items)
 
     def add(self, record: dict) -> None:
+        """Append one finished item to the journal (the JSON file is written by :meth:`finish`)."""
         with self._lock:
             self.items[record["citegraph"]["item_id"]] = record
             with open(self.journal, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
                 f.flush()
                 os.fsync(f.fileno())
-            self._rewrite()
 
     def _rewrite(self) -> None:
         tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
@@ -119,8 +127,11 @@ class ResumableWriter:
         os.replace(tmp, self.path)
 
     def finish(self, order: list[str]) -> None:
-        """Write items in input order and drop the journal (everything is in the JSON file)."""
+        """Write the JSON file (items in input order) and drop the journal (everything is in the
+        JSON file). Nothing to write (no item finished, no earlier file): no file."""
         with self._lock:
+            if not self.items and not self.path.exists():
+                return
             ordered = {i: self.items[i] for i in order if i in self.items}
             ordered.update({k: v for k, v in self.items.items() if k not in ordered})
             self.items = ordered
@@ -161,6 +172,7 @@ def run_dataset(
     finished = len(items) - len(todo)
     if progress:
         progress(finished, len(items))
+    failures.allow_calls()
 
     def work(it: Item):
         if concurrency <= 1:
@@ -171,17 +183,28 @@ def run_dataset(
         ans, usage = answer_item(graph, it, context)
         writer.add(make_record(it, ans, usage, prov))
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = {pool.submit(work, it): it for it in todo}
-        try:
-            for fut in as_completed(futures):
-                it = futures[fut]
+    # at most `concurrency` items in flight, the next one submitted only when one ends: after a
+    # run-ending failure no queued item can start (a worker would otherwise pick it up at once)
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    queue = iter(todo)
+    running: dict = {}
+
+    def submit_next() -> None:
+        it = next(queue, None)
+        if it is not None:
+            running[pool.submit(work, it)] = it
+
+    try:
+        for _ in range(max(1, concurrency)):
+            submit_next()
+        while running:
+            done_now, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in done_now:
+                it = running.pop(fut)
                 exc = fut.exception()
                 if exc is not None:
-                    if isinstance(exc, ModelError):
-                        for f in futures:
-                            f.cancel()
-                        raise exc
+                    if isinstance(exc, ModelError) and not isinstance(exc, ModelReplyError):
+                        raise exc  # the run stops: see the module docstring
                     failed += 1
                     if on_error:
                         on_error(it, exc)
@@ -189,10 +212,12 @@ def run_dataset(
                     finished += 1
                 if progress:
                     progress(finished, len(items))
-        except KeyboardInterrupt:
-            for f in futures:
-                f.cancel()
-            raise
-    if failed == 0:
+                submit_next()
+    except BaseException:  # a run-ending model failure, Ctrl-C: in-flight items stop retrying
+        failures.abort_calls()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        failures.allow_calls()
         writer.finish([it.id for it in items])
     return {"total": len(items), "skipped": len(items) - len(todo), "ran": len(todo) - failed, "failed": failed}

@@ -35,14 +35,23 @@ DERIVED = {"citation_f1": ("citation_rec", "citation_prec"), "raac_f1": ("raac_r
 
 # --------------------------------------------------------------------------- reading
 def read_output_file(path: str | Path) -> tuple[dict, list[dict]]:
-    """``(args, records)`` of an output file: ``{"args"?, "data": [...]}`` or a bare list."""
+    """``(args, records)`` of an output file: ``{"args"?, "data": [...]}`` or a bare list. A run
+    still going (or killed) keeps its finished items in ``<file>.partial.jsonl``: they are read
+    too (the JSON file is written when the run ends)."""
     p = Path(path)
-    if not p.is_file():
+    journal = p.with_name(p.name + ".partial.jsonl")
+    if not p.is_file() and not journal.is_file():
         raise InputError(f"output file not found: {p}")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from None
+    data: Any = {"data": []}
+    if p.is_file():
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise InputError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from None
+        except UnicodeDecodeError:
+            raise InputError(f"{p}: not UTF-8 text") from None
+    if journal.is_file() and isinstance(data, dict) and isinstance(data.get("data"), list):
+        data = {**data, "data": _merge_journal(data["data"], journal)}
     args: dict = {}
     if isinstance(data, dict):
         args = data.get("args") if isinstance(data.get("args"), dict) else {}
@@ -55,6 +64,21 @@ def read_output_file(path: str | Path) -> tuple[dict, list[dict]]:
         if not isinstance(rec.get("output"), str):
             raise InputError(f"{p}: item {n} has no 'output' text (is this a dataset rather than an output file?)")
     return args, data
+
+
+def _merge_journal(records: list, journal: Path) -> list:
+    """``records`` with the journal's finished items (by item id; the journal's copy wins, a line cut
+    by a kill is skipped)."""
+    by_id: dict[Any, Any] = {}
+    for n, rec in enumerate(records):
+        by_id[((rec.get("citegraph") or {}).get("item_id") if isinstance(rec, dict) else None) or f"#{n}"] = rec
+    for line in journal.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+            by_id[rec["citegraph"]["item_id"]] = rec
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+    return list(by_id.values())
 
 
 def infer_dataset(records: Sequence[dict]) -> str:

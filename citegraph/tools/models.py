@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import json
+import logging
 import math
 import os
 import re
@@ -32,7 +33,10 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
 
-from citegraph.errors import ModelError
+from citegraph.errors import ModelError, ModelReplyError
+from citegraph.tools import failures
+
+_log = logging.getLogger("citegraph")
 
 T = TypeVar("T", bound=BaseModel)
 Messages = Sequence[BaseMessage] | str
@@ -165,7 +169,7 @@ class LlamaCppChat(BaseChatModel):
             try:
                 out = llm.create_chat_completion(messages=msgs, **params)
             except ValueError as e:  # prompt longer than the context window
-                raise ModelError(f"llama.cpp rejected the prompt: {e}") from e
+                raise ModelReplyError(f"llama.cpp rejected the prompt: {e}") from e
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         msg = AIMessage(
@@ -210,7 +214,7 @@ class LlamaCppChat(BaseChatModel):
                         run_manager.on_llm_new_token(delta, chunk=chunk)
                     yield chunk
             except ValueError as e:  # prompt longer than the context window
-                raise ModelError(f"llama.cpp rejected the prompt: {e}") from e
+                raise ModelReplyError(f"llama.cpp rejected the prompt: {e}") from e
         yield ChatGenerationChunk(message=AIMessageChunk(
             content="",
             usage_metadata={"input_tokens": n_prompt, "output_tokens": n_out, "total_tokens": n_prompt + n_out},
@@ -405,8 +409,8 @@ def _build(spec: str) -> BaseChatModel:
             base_url=os.environ.get("OPENAI_BASE_URL") or None,
             api_key=os.environ.get("OPENAI_API_KEY") or "EMPTY",
             temperature=0,
-            max_retries=int(os.environ.get("CITEGRAPH_OPENAI_RETRIES", "2")),
-            timeout=float(os.environ.get("CITEGRAPH_OPENAI_TIMEOUT", "60")),
+            max_retries=0,  # retries follow citegraph.tools.failures (one policy for every model)
+            timeout=failures.policy().timeout,
         )
     if kind == "fake":
         raise ModelError(f"no scripted model registered as {spec!r} (use register_chat_model)")
@@ -421,17 +425,34 @@ def as_messages(prompt: Messages, system: str | None = None) -> list[BaseMessage
     return msgs
 
 
-def _invoke(model: BaseChatModel, msgs: list[BaseMessage], **kwargs: Any) -> AIMessage:
-    try:
-        return model.invoke(msgs, **kwargs)
-    except ModelError:
-        raise
-    except Exception as e:  # connection errors, timeouts, HTTP errors from OpenAI-compatible servers
-        name = type(e).__name__
-        if any(k in name for k in ("Connection", "Timeout", "APIStatus", "Authentication", "NotFound", "RateLimit")):
-            url = os.environ.get("OPENAI_BASE_URL", "the OpenAI API")
-            raise ModelError(f"model endpoint {url} failed after retries: {name}: {str(e).splitlines()[0][:200]}") from e
-        raise
+def _where(model: Any) -> str:
+    """The endpoint a failure message names (a base URL, never a key)."""
+    if isinstance(model, LlamaCppChat):
+        return f"llama.cpp model {os.path.basename(model.model_path)}"
+    if isinstance(model, ScriptedChatModel):
+        return "scripted model"
+    inner = getattr(model, "bound", model)
+    base = getattr(inner, "openai_api_base", None)
+    if base or "openai" in type(inner).__name__.lower():
+        return f"model endpoint {base or 'https://api.openai.com/v1'}"
+    return f"model {type(inner).__name__}"
+
+
+def _invoke(model: Any, msgs: list[BaseMessage], *, expect_text: bool = True, **kwargs: Any) -> AIMessage:
+    """``model.invoke`` under the one failure policy (``citegraph.tools.failures``): retries, then a
+    one-line ``ModelReplyError`` (the item fails) or ``ModelError`` (the run stops). An empty reply is
+    a failure when text is expected."""
+    remote = not isinstance(model, (LlamaCppChat, ScriptedChatModel))
+
+    def once() -> AIMessage:
+        msg = model.invoke(msgs, **kwargs)
+        if expect_text:
+            content = msg.content
+            if not content or (isinstance(content, str) and not content.strip()):
+                raise failures.EmptyReply()
+        return msg
+
+    return failures.call(once, remote=remote, where=_where(model))
 
 
 class Reply(NamedTuple):
@@ -463,9 +484,14 @@ def chat_reply(spec: str, prompt: Messages, *, system: str | None = None, **kwar
         if "max_tokens" in kwargs:
             kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
         msg = _invoke(model, as_messages(prompt, system), **kwargs)
-    text = msg.content if isinstance(msg.content, str) else str(msg.content)
+    text = failures.clean_text(msg.content if isinstance(msg.content, str) else str(msg.content))
     meta = getattr(msg, "response_metadata", None) or {}
-    return Reply(text, meta.get("finish_reason"))
+    finish = meta.get("finish_reason")
+    cap = failures.reply_cap(kwargs.get("max_tokens") or kwargs.get("max_completion_tokens"))
+    if len(text) > cap:  # a misbehaving server ignored max_tokens: keep what a sane reply could hold
+        _log.warning("%s: reply of %d characters cut to %d", _where(model), len(text), cap)
+        text, finish = text[:cap], "length"
+    return Reply(text, finish)
 
 
 _FENCE = re.compile(r"```(?:json|python)?\s*(.*?)```", re.S)
@@ -473,7 +499,15 @@ _FENCE = re.compile(r"```(?:json|python)?\s*(.*?)```", re.S)
 
 def extract_json(text: str) -> Any:
     """Best-effort JSON from LLM text: strips code fences and prose, repairs common defects
-    (single quotes, trailing commas, unclosed brackets). Raises ValueError when nothing parses."""
+    (single quotes, trailing commas, unclosed brackets). Raises ValueError when nothing parses
+    (also for JSON nested too deeply for Python's parser)."""
+    try:
+        return _extract_json(text)
+    except RecursionError:
+        raise ValueError("the JSON in the model output is nested too deeply") from None
+
+
+def _extract_json(text: str) -> Any:
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     for cand in candidates:
         cand = cand.strip()
@@ -608,7 +642,7 @@ def yes_probability(spec: str, prompt: Messages, *, system: str | None = None) -
     if hasattr(model, "yes_probability"):
         return float(model.yes_probability(msgs))
     bound = model.bind(logprobs=True, top_logprobs=20, max_completion_tokens=1, temperature=0)
-    msg = _invoke(bound, msgs)
+    msg = _invoke(bound, msgs, expect_text=False)
     try:
         top = msg.response_metadata["logprobs"]["content"][0]["top_logprobs"]
     except (KeyError, IndexError, TypeError) as e:
@@ -647,7 +681,7 @@ def yes_no_log_odds(spec: str, prompt: Messages, *, system: str | None = None) -
         record_llm_call(sum(len(str(m.content).split()) for m in msgs), 1)
         return value
     bound = model.bind(logprobs=True, top_logprobs=20, max_completion_tokens=1, temperature=0)
-    msg = _invoke(bound, msgs)  # a LangChain call: the UsageTracker's callbacks count it
+    msg = _invoke(bound, msgs, expect_text=False)  # a LangChain call: the UsageTracker's callbacks count it
     try:
         top = msg.response_metadata["logprobs"]["content"][0]["top_logprobs"]
         pairs = [(str(t["token"]), float(t["logprob"])) for t in top]
