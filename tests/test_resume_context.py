@@ -169,3 +169,16 @@ def test_a_send_fan_out_method_runs_with_a_checkpointer(scripted):
                    context=make_context("ginger", llm=spec, verifier="stub:resume"))
     assert out["answer"].sentences
     assert g.get_state(cfg).values["run_context"]["values"]["llm"] == spec
+
+
+def test_a_record_of_another_class_or_with_invalid_values_gives_no_context(caplog):
+    from citegraph.graphs.base import context_from_record
+    from citegraph.state.raac import RaacContext
+
+    rec = context_record(GenProgContext(llm="fake:x", review_program=True))
+    assert context_from_record(GenProgContext, rec) == GenProgContext(llm="fake:x", review_program=True)
+    assert context_from_record(RaacContext, rec) is None  # another method's Context
+    rec["values"]["max_new_tokens"] = "many"
+    assert context_from_record(GenProgContext, rec) is None and "no longer valid" in caplog.text
+    rec["values"] = {"llm": "fake:y", "knob_since_removed": 1}  # unknown knobs are dropped
+    assert context_from_record(GenProgContext, rec).llm == "fake:y"
