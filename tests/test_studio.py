@@ -37,6 +37,8 @@ def reply(body: dict):
     server sends it), which fails inside the model client with an IndexError."""
     if "BROKEN" in json.dumps(body.get("messages", [])):
         return {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}
+    if "**YOUR TASK**" in json.dumps(body.get("messages", [])):  # GenerationPrograms' planner
+        return "- paraphrase(S2)"
     return ANSWER
 
 
@@ -144,3 +146,20 @@ def test_a_failing_node_reports_its_name_class_and_message(server):
     text = json.dumps(out)
     assert "An internal error occurred" not in text
     assert "node 'generate' failed: IndexError" in text, text[:500]
+
+
+def test_a_run_resumed_without_its_context_keeps_it(server):
+    """genprog with review_program interrupts after planning; the resume sends no Context (as Studio
+    and a plain SDK call do) and still runs with the run's: the review takes the resume value and the
+    program's module calls reach the run's model, not the embedded default."""
+    client, fake = server
+    thread = client.threads.create()["thread_id"]
+    out = client.runs.wait(thread, "genprog", input={"question": "How tall?", "documents": DOCS},
+                           context={"llm": "openai:model-a", "review_program": True})
+    assert out["__interrupt__"][0]["value"]["parsed"] == "- paraphrase(S2)"
+    before = len(fake.requests)
+    out = client.runs.wait(thread, "genprog", command={"resume": "accept"})
+    resumed = fake.requests[before:]
+    assert resumed and {r["model"] for r in resumed} == {"model-a"}
+    assert out["answer"]["metadata"]["reviewed"] is True
+    assert [s["citations"] for s in out["answer"]["sentences"]] == [[2]]

@@ -28,7 +28,8 @@ def cmd_bench(args) -> int:
         args.methods.split(","), args.data, args.out, limit=args.limit, llm=args.llm, verifier=args.verifier,
         overrides=parse_set(args.set), dataset=args.dataset, concurrency=args.concurrency,
         overwrite=args.overwrite, progress=progress, on_error=on_error, answer_field=args.answer_field,
-        on_method=lambda m, r: console.print(f"scored {m}: {r['written']}", markup=False),
+        on_method=lambda m, r: console.print(f"scored {m}: {r['scored']} item(s) scored, {r['reused']} from the "
+                                             f"previous scores -> {r['written']}", markup=False),
     )
     print(res["table"])
     console.print(f"report: {res['report']} (summary.json, citation_f1_vs_tokens.png, raw/ in "

@@ -147,6 +147,42 @@ def code_lines(code: dict[str, Counter], llm: str | None) -> list[str]:
     return lines
 
 
+def item_counts(methods: Sequence[str], selected: Sequence[str], scores: dict[str, dict],
+                runs: dict[str, dict]) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """Per method: items ``finished`` (in its raw file), ``failed`` in this run, ``missing`` (selected
+    but not finished: failed now or earlier, or not run); and the common items, in selection order:
+    those every method finished (none when a method finished none)."""
+    done = {m: {s["id"] for s in scores[m]["items"]} if m in scores else set() for m in methods}
+    counts = {m: {"finished": sum(i in done[m] for i in selected), "failed": int(runs.get(m, {}).get("failed") or 0),
+                  "missing": sum(i not in done[m] for i in selected)} for m in methods}
+    return counts, [i for i in selected if all(i in done[m] for m in methods)]
+
+
+def on_items(res: dict, ids: Sequence[str]) -> dict:
+    """A score result restricted to the items ``ids``: its summary and bootstrap intervals again."""
+    wanted = set(ids)
+    items = [s for s in res["items"] if s.get("id") in wanted]
+    return {**res, "items": items, "summary": scoring.summarize(items),
+            "ci95": {k: list(v) for k, v in scoring.bootstrap(items).items()}}
+
+
+def item_lines(counts: dict[str, dict[str, int]], scores: dict[str, dict], common: Sequence[str]) -> list[str]:
+    """The report's lines on unequal item sets: each method's finished/failed/missing items and, when
+    a method finished more than the common items, its scores on all of them (not comparable across
+    methods); nothing when every method finished every item."""
+    if all(c["missing"] == 0 and c["failed"] == 0 for c in counts.values()):
+        return []
+    lines = ["Items per method (the table above uses only the common items):", "",
+             "| Method | finished | failed (this run) | missing (not finished) |", "|---|---|---|---|"]
+    lines += [f"| {m} | {c['finished']} | {c['failed']} | {c['missing']} |" for m, c in counts.items()]
+    lines.append("")
+    more = {m: res for m, res in scores.items() if len(res["items"]) > len(common)}
+    if more:
+        lines += ["Each method on all the items it finished (different item sets: not a comparison):", "",
+                  markdown_table(more), ""]
+    return lines
+
+
 def run_bench(
     methods: Sequence[str],
     data: str | Path,
@@ -218,15 +254,20 @@ def run_bench(
         runs[m]["wall_seconds"] = round(time.perf_counter() - t0, 2)
         if not raw.exists():
             continue
-        scores[m] = scoring.score_file(raw, verifier=eval_verifier, dataset=dataset, only_ids={it.id for it in items})
+        # items scored by an earlier (killed) bench keep their scores: only new or changed ones are scored
+        scores[m] = scoring.score_file(raw, verifier=eval_verifier, dataset=dataset, only_ids={it.id for it in items},
+                                       reuse=True)
         if on_method:
             on_method(m, scores[m])
 
-    table = markdown_table(scores)
-    summary = {m: {k: v for k, v in res["summary"].items()} for m, res in scores.items()}
+    counts, common = item_counts(methods, [it.id for it in items], scores, runs)
+    compared = {m: on_items(res, common) for m, res in scores.items()}
+    table = markdown_table(compared)
+    summary = {m: {**res["summary"], **{f"n_{k}": float(v) for k, v in counts[m].items()}}
+               for m, res in compared.items()}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    if scores:
-        plot(scores, out / "citation_f1_vs_tokens.png")
+    if compared:
+        plot(compared, out / "citation_f1_vs_tokens.png")
     ds = next(iter(scores.values()))["dataset"] if scores else (dataset or "?")
     code: dict[str, Counter] = {}
     wanted = {it.id for it in items}
@@ -245,9 +286,12 @@ def run_bench(
         "- quality on ALCE's 0-100 scale; cell = mean [95% bootstrap interval, 1000 resamples, seed 0];"
         " Cit. F1 = harmonic mean of mean citation recall and precision (ALCE, at most 3 citations per sentence);"
         " RAAC cit. F1 = sentence-level F1 over essential citations; cost per question.",
+        f"- compared on the {len(common)} item(s) that every method finished (the common items)"
+        + ("" if len(common) == len(items) else f", of {len(items)} selected"),
         "",
         table,
         "",
+        *item_lines(counts, scores, common),
         "![citation F1 vs tokens](citation_f1_vs_tokens.png)",
         "",
         "Raw outputs and per-item scores: `raw/<method>.json`, `raw/<method>.score.json`.",
@@ -256,4 +300,5 @@ def run_bench(
         report += ["", "Failed items (re-run the same command to retry): "
                    + ", ".join(f"{m}: {n}" for m, n in failed.items())]
     (out / "report.md").write_text("\n".join(report) + "\n")
-    return {"scores": scores, "runs": runs, "report": str(out / "report.md"), "table": table}
+    return {"scores": scores, "runs": runs, "report": str(out / "report.md"), "table": table, "common": common,
+            "counts": counts}

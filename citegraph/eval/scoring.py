@@ -18,6 +18,8 @@ default mode keeps the deviations listed in the README ("Evaluate").
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -153,6 +155,46 @@ def _references(rec: dict) -> list[str]:
 
 
 # --------------------------------------------------------------------------- scoring
+def item_id(rec: dict, n: int) -> str:
+    """The id of the ``n``-th record (1-based): ours, the dataset's, else its position."""
+    cg = rec.get("citegraph") if isinstance(rec.get("citegraph"), dict) else {}
+    return str(cg.get("item_id") or rec.get("sample_id") or rec.get("id") or n)
+
+
+@functools.lru_cache(maxsize=1)
+def scorer_digest() -> str:
+    """sha256 prefix of the scoring code (this module and the metrics), part of every cache key:
+    scores cached by another version of the scorer are not re-used."""
+    h = hashlib.sha256()
+    for path in (__file__, M.__file__):
+        h.update(Path(path).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def score_key(rec: dict, *, verifier: str, dataset: str, settings: dict) -> str:
+    """What an item's scores depend on, hashed: the whole record (its output and structured answer,
+    documents, gold fields, cost counters), the verifier (with the sha256 of the shipped weights for
+    ``default``), the dataset type, the scoring settings and the scoring code."""
+    from citegraph.eval.provenance import verifier_identity
+
+    blob = json.dumps({"record": rec, "verifier": verifier_identity(verifier) if isinstance(verifier, str) else repr(verifier),
+                       "dataset": dataset, "settings": settings, "scorer": scorer_digest()},
+                      sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _previous_scores(path: Path) -> dict[str, dict]:
+    """key → item scores of an earlier score file (nothing when absent, unreadable or keyless)."""
+    try:
+        prev = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    keys, items = (prev.get("item_keys"), prev.get("items")) if isinstance(prev, dict) else (None, None)
+    if not isinstance(keys, list) or not isinstance(items, list) or len(keys) != len(items):
+        return {}
+    return {k: it for k, it in zip(keys, items) if isinstance(k, str) and isinstance(it, dict)}
+
+
 def score_records(
     records: Sequence[dict],
     *,
@@ -179,7 +221,7 @@ def score_records(
         where = f"item {n}"
         docs = _documents(rec, where)
         cg = rec.get("citegraph") if isinstance(rec.get("citegraph"), dict) else {}
-        iid = str(cg.get("item_id") or rec.get("sample_id") or rec.get("id") or n)
+        iid = item_id(rec, n)
         struct = structured_answer(rec, docs)
         alce_flags = cut_newline or not attach_trailing
         raw = rec["output"]
@@ -324,21 +366,42 @@ def score_file(
     output: str | Path | None = None,
     only_ids: set[str] | None = None,
     alce: bool = False,
+    reuse: bool = False,
 ) -> dict:
     """Score an output file and write ``<name>.score.json`` next to it (or to ``output``).
 
     ``only_ids``: score only the records of these items (``bench`` passes the items of the
     current selection, so a file that holds more items from a longer run is compared on the same
     items as the other methods). ``alce``: ALCE's eval.py item by item, and its corpus ROUGE-Lsum
-    (bootstrap median) in the summary."""
+    (bootstrap median) in the summary. ``reuse``: an item whose :func:`score_key` is in the score
+    file already there keeps its scores from it; only new or changed items are scored (``bench``,
+    so a resumed bench scores each finished item once). The result counts ``scored`` and ``reused``."""
     args, records = read_output_file(path)
     if only_ids is not None:
         records = [r for r in records if (r.get("citegraph") or {}).get("item_id") in only_ids]
-    M.resolve_verifier(verifier)  # fail fast on a bad spec / missing weights
-    dataset, items = score_records(records, verifier=verifier, dataset=dataset, cut_newline=cut_newline,
-                                   attach_trailing=attach_trailing, at_most_citations=at_most_citations, alce=alce)
     if alce:
         cut_newline, attach_trailing = True, False
+    settings = {"cut_newline": cut_newline, "attach_trailing": attach_trailing, "at_most_citations": at_most_citations,
+                "alce": alce}
+    if records:
+        dataset = dataset or infer_dataset(records)
+    if dataset is not None and dataset not in DATASETS:
+        raise InputError(f"unknown dataset type {dataset!r}; choose {', '.join(DATASETS)}")
+    out = Path(output) if output else score_path(path)
+    keys = [score_key(r, verifier=verifier, dataset=dataset or "generic", settings=settings) for r in records]
+    prev = _previous_scores(out) if reuse else {}
+    todo = [i for i, k in enumerate(keys) if k not in prev]
+    fresh: dict[int, dict] = {}
+    if todo:
+        M.resolve_verifier(verifier)  # fail fast on a bad spec / missing weights
+        dataset, scored = score_records([records[i] for i in todo], verifier=verifier, dataset=dataset,
+                                        cut_newline=cut_newline, attach_trailing=attach_trailing,
+                                        at_most_citations=at_most_citations, alce=alce)
+        for i, s in zip(todo, scored):
+            s["id"] = item_id(records[i], i + 1)  # its position in the whole file, not in the re-scored part
+            fresh[i] = s
+    dataset = dataset or "generic"  # (no record selected)
+    items = [fresh[i] if i in fresh else {**prev[k], "id": item_id(records[i], i + 1)} for i, k in enumerate(keys)]
     summary = summarize(items)
     if alce and summary.get("rougeLsum") is not None:
         summary["rougeLsum"] = 100 * M.alce_rouge_aggregate([s["rougeLsum"] / 100 for s in items
@@ -348,15 +411,14 @@ def score_file(
         "method": args.get("method"),
         "dataset": dataset,
         "verifier": verifier,
-        "settings": {"cut_newline": cut_newline, "attach_trailing": attach_trailing, "at_most_citations": at_most_citations,
-                     "alce": alce},
+        "settings": settings,
         "summary": summary,
         "ci95": {k: list(v) for k, v in bootstrap(items).items()},
         "items": items,
+        "item_keys": keys,  # score_key of each item, in order: what a later run with reuse compares
     }
-    out = Path(output) if output else score_path(path)
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    result["written"] = str(out)
+    result.update(written=str(out), scored=len(todo), reused=len(records) - len(todo))
     return result
 
 

@@ -12,7 +12,7 @@ import json
 import math
 import numbers
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, get_type_hints
+from typing import Annotated, Any, get_type_hints
 
 from pydantic import BaseModel, Field
 
@@ -182,3 +182,22 @@ class OutputState(BaseModel):
     """What every graph returns."""
 
     answer: AttributedAnswer | None = Field(default=None, description="The attributed answer.")
+
+
+def latest_record(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Reducer of ``run_context``: the newest write wins. A reducer rather than a plain last-value
+    channel, because parallel nodes of one step (a ``Send`` fan-out) may write it together, which a
+    plain channel refuses; they write the same record, so the order does not matter."""
+    return old if new is None else new
+
+
+class RunContextState(BaseModel):
+    """Part of every method's full state (never of its input or output schema): the Context the run
+    started with, so that a run resumed without one (``Command(resume=...)`` in process, or over the
+    LangGraph SDK/Studio, which send none unless asked) goes on with the run's own knobs instead of
+    the defaults. Written by the first node that runs with a Context of the graph's class
+    (``graphs/base.py: guard_node``), read by the compiled graph when a continuation comes without
+    one; a Context sent with the continuation wins and is recorded in its place."""
+
+    run_context: Annotated[dict[str, Any] | None, latest_record] = Field(
+        default=None, description="The run's Context (class name and knob values), kept for resumption.")

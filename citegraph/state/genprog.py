@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
 from citegraph.tools.program import ProgramError, ProgramTree
 
 
@@ -83,7 +83,7 @@ class TreeTask(BaseModel):
     sources: dict[str, str] = Field(default_factory=dict)
 
 
-class GenProgState(InputState, OutputState):
+class GenProgState(InputState, OutputState, RunContextState):
     """Working state of GenerationPrograms."""
 
     sources: list[SourceSentence] = Field(default_factory=list, description="Source sentences with global ids S1..Sn.")

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
 
 DETECT_FORMATS = ("json", "tagged")
 CLUSTERINGS = ("bertopic", "lsa")
@@ -113,7 +113,7 @@ class RewriteTrace(BaseModel):
     unsupported: list[str] = Field(default_factory=list, description="Rewritten sentences no passage supports.")
 
 
-class GingerState(InputState, OutputState):
+class GingerState(InputState, OutputState, RunContextState):
     """Working state of GINGER."""
 
     passages: list[int] = Field(default_factory=list, description="1-based documents used as passages (top_n).")

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
-from citegraph.state.base import BaseContext, InputState, OutputState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
 
 CLUSTER_METHODS = ("dbscan", "hdbscan", "kmeans")
 GAE_LOSSES = ("negative_sampling", "frobenius")
@@ -134,7 +134,7 @@ class OdmdsInput(InputState):
     corpus: str = Field(default="", description="Index folder or chroma+http://host:port/collection.")
 
 
-class OdmdsState(OdmdsInput, OutputState):
+class OdmdsState(OdmdsInput, OutputState, RunContextState):
     """Working state of graph-augmented ODMDS (the whole trace)."""
 
     candidates: list[Candidate] = Field(default_factory=list, description="The candidate set, in first-retrieval order.")

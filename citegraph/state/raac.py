@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from citegraph.state.answer import AttributedAnswer, Document
-from citegraph.state.base import BaseContext, InputState, OutputState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
 
 ASPECTS: tuple[str, ...] = (
     "completeness", "objectivity", "specificity", "length", "citation_recall", "citation_precision",
@@ -197,7 +197,7 @@ class CalibrationRecord(BaseModel):
     reason: str = ""
 
 
-class RaacState(InputState, OutputState):
+class RaacState(InputState, OutputState, RunContextState):
     """RAAC's working state and full trace."""
 
     # working documents (D, then D_adp) and the map back to the caller's documents

@@ -14,7 +14,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
-from citegraph.state.base import BaseContext, InputState, OutputState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
 
 RETRIEVAL_MODES = ("hybrid", "bm25", "dense", "rrf")
 JUDGE_MODES = ("auto", "logodds", "verbal")
@@ -171,7 +171,7 @@ class CitationCheck(BaseModel):
     best_score: float | None = None
 
 
-class SquaiState(InputState, OutputState):
+class SquaiState(InputState, OutputState, RunContextState):
     """Working state of SQuAI."""
 
     decomposition: Decomposition | None = None
@@ -188,7 +188,7 @@ class SquaiState(InputState, OutputState):
     citation_checks: list[CitationCheck] = Field(default_factory=list)
 
 
-class RagState(InputState, OutputState):
+class RagState(InputState, OutputState, RunContextState):
     """Working state of the standard RAG baseline."""
 
     retrieved: list[Candidate] = Field(default_factory=list)

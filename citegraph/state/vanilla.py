@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
 
 
 @dataclass(kw_only=True)
@@ -19,7 +19,7 @@ class VanillaContext(BaseContext):
     attach_trailing_citations: bool = knob(True, "A citation after the period belongs to the sentence before it.")
 
 
-class VanillaState(InputState, OutputState):
+class VanillaState(InputState, OutputState, RunContextState):
     """Working state of VANILLA: the prompt and raw generation are kept for inspection."""
 
     prompt: str = Field(default="", description="The prompt sent to the LLM.")
