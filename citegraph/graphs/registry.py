@@ -60,8 +60,28 @@ def entry(name: str) -> GraphEntry:
 
 
 def build_graph(name: str, checkpointer=None):
-    """Compile the graph of a method. ``build_graph("vanilla").invoke({...}, context=VanillaContext())``."""
+    """Compile the graph of a method. ``build_graph("vanilla").invoke({...}, context=VanillaContext())``.
+
+    A checkpointer whose serializer is strict (``citegraph.tools.checkpoints.open_checkpointer``'s)
+    gets the types of ``citegraph.state`` added to its allowlist; a permissive one is used as given."""
+    if checkpointer is not None and hasattr(checkpointer, "with_allowlist"):
+        checkpointer = checkpointer.with_allowlist(state_types())
     return importlib.import_module(entry(name).module).build(checkpointer=checkpointer)
+
+
+def state_types() -> set[tuple[str, str]]:
+    """(module, name) of every class defined in the ``citegraph.state`` modules: what a checkpoint of
+    any method may hold beside LangGraph's own safe types."""
+    import inspect
+    import pkgutil
+
+    import citegraph.state as pkg
+
+    out: set[tuple[str, str]] = set()
+    for info in pkgutil.iter_modules(pkg.__path__):
+        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        out |= {(c.__module__, c.__name__) for _, c in inspect.getmembers(mod, inspect.isclass) if c.__module__ == mod.__name__}
+    return out
 
 
 def context_class(name: str):
