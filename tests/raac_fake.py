@@ -44,15 +44,23 @@ def kind(body: dict) -> str:
 class RaacReplies:
     """The fake server's reply function; ``log`` holds (kind, start time) of every request."""
 
-    def __init__(self, latency: float = 0.5):
+    def __init__(self, latency: float = 0.5, hold_at: int | None = None):
         self.latency = latency
         self.log: list[tuple[str, float]] = []
         self._lock = threading.Lock()
+        # request number ``hold_at`` (1-based) waits until ``release`` is set: a kill lands inside it
+        self.hold_at = hold_at
+        self.held = threading.Event()
+        self.release = threading.Event()
 
     def __call__(self, body: dict) -> str:
         k = kind(body)
         with self._lock:
             self.log.append((k, time.time()))
+            n = len(self.log)
+        if n == self.hold_at:
+            self.held.set()
+            self.release.wait(timeout=120)
         time.sleep(self.latency)
         if k == "generate":
             return SUMMARY

@@ -197,12 +197,12 @@ def _cli(args: list[str], env: dict) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def kill_resume(tmp_path, checkpoint: str | None, n_items: int, kill_at_call: int, latency: float = 0.15) -> dict:
-    """``citegraph run raac`` over ``n_items`` fake-server items; SIGKILL once request number
-    ``kill_at_call`` arrives (its reply never comes), then re-run to the end."""
+def kill_resume(tmp_path, checkpoint: str | None, n_items: int, kill_at_call: int, latency: float = 0.05) -> dict:
+    """``citegraph run raac`` over ``n_items`` fake-server items; SIGKILL while request number
+    ``kill_at_call`` is held unanswered (so the kill lands inside that call), then re-run to the end."""
     data, out = tmp_path / "data.json", tmp_path / "out.json"
     data.write_text(json.dumps(raac_fake.dataset(n_items)))
-    replies = raac_fake.RaacReplies(latency)
+    replies = raac_fake.RaacReplies(latency, hold_at=kill_at_call)
     args = ["run", "raac", "-i", str(data), "-o", str(out), "--llm", "openai:fake",
             "--verifier", "llm-judge:openai:fake", *[x for s in raac_fake.SETTINGS for x in ("--set", s)]]
     if checkpoint:
@@ -210,13 +210,14 @@ def kill_resume(tmp_path, checkpoint: str | None, n_items: int, kill_at_call: in
     with FakeOpenAI(replies) as srv:
         env = {**os.environ, "OPENAI_BASE_URL": srv.url, "OPENAI_API_KEY": "t", "PYTHONPATH": str(REPO)}
         p = _cli(args, env)
-        deadline = time.time() + 120
-        while replies.count() < kill_at_call and time.time() < deadline and p.poll() is None:
-            time.sleep(0.01)
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+        try:
+            assert replies.held.wait(timeout=120), "the run never reached the call to kill in"
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+        finally:
+            replies.release.set()
         before = replies.count()
-        assert before == kill_at_call, f"the kill should land inside call {kill_at_call}, saw {before}"
+        assert before == kill_at_call
         p = _cli(args, env)
         _, stderr = p.communicate(timeout=300)
         assert p.returncode == 0, stderr[-2000:]
