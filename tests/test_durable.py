@@ -154,6 +154,48 @@ def test_ask_with_a_checkpoint_reuses_a_finished_answer(tmp_path, scripted, caps
     assert first.split("\n[")[0] == second.split("\n[")[0]  # the same answer, printed the same
 
 
+def test_concurrent_items_share_one_sqlite_store(tmp_path, scripted):
+    spec, model = scripted(lambda messages, kwargs: "Alpha was founded in 1901 [1].")
+    items = [Item(id=f"i{k}", question=f"Q{k}?", documents=[Document(id="d", text="Alpha was founded in 1901.")])
+             for k in range(6)]
+    db = tmp_path / "ck.db"
+    stats = run_dataset("vanilla", items, tmp_path / "o.json", make_context("vanilla", llm=spec),
+                        concurrency=3, checkpoint=f"sqlite:///{db}")
+    assert stats["ran"] == 6 and stats["failed"] == 0 and len(model.calls) == 6
+    with sqlite3.connect(db) as conn:
+        threads = {r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
+    assert {t.split(":")[2] for t in threads} == {it.id for it in items}
+
+
+def test_bench_runs_each_variant_on_its_own_threads(tmp_path, scripted):
+    from citegraph.eval.bench import run_bench
+
+    spec, model = scripted(lambda messages, kwargs: "Alpha was founded in 1901 by Ann [1].")
+    register_verifier("stub:bench-durable", FunctionVerifier(lambda p, h: 1.0, spec="stub:bench-durable"))
+    data = tmp_path / "d.json"
+    data.write_text(json.dumps([{"id": "a", "question": "Who founded Alpha?", "answer": "Ann",
+                                 "docs": [{"title": "Alpha", "text": "Alpha was founded in 1901 by Ann."}]}]))
+    run_bench(["vanilla", "vanilla:temperature=0.3"], data, tmp_path / "b", llm=spec, verifier="stub:bench-durable",
+              checkpoint=f"sqlite:///{tmp_path / 'ck.db'}")
+    ids = {m: json.loads((tmp_path / "b" / "raw" / f"{m}.json").read_text())["data"][0]["citegraph"]["usage"]["thread_id"]
+           for m in ("vanilla", "vanilla:temperature=0.3")}
+    assert ids["vanilla"].startswith("citegraph:vanilla:a:")
+    assert ids["vanilla:temperature=0.3"].startswith("citegraph:vanilla:temperature=0.3:a:")
+    assert len(model.calls) == 2
+
+
+def test_streamed_item_resumes_too(tmp_path):
+    """``ask`` on a terminal streams the run (on_event); the stream resumes from the checkpoint as well."""
+    graph, item, ctx, calls = _raac_item_in_process(tmp_path, fail_at=4)
+    thread = thread_id("raac", item, ctx)
+    with pytest.raises(Exception, match="connection reset"):
+        answer_item(graph, item, ctx, on_event=lambda ev: None, thread=thread)
+    events: list[dict] = []
+    ans, usage = answer_item(graph, item, ctx, on_event=events.append, thread=thread)
+    assert calls["n"] - 4 == IN_PROCESS_CALLS - 3 == usage["llm_calls"]
+    assert ans.render() == raac_fake.SUMMARY and any(e.get("node") == "finalize" for e in events)
+
+
 # --------------------------------------------------------------------------- bad specs
 def _bad_specs(tmp_path) -> list[tuple[str, str]]:
     not_db = tmp_path / "not.db"
@@ -256,8 +298,14 @@ def postgres():
     reason = pg_server.unavailable()
     if reason:
         pytest.skip(reason)
-    with pg_server.PostgresServer() as pg:
+    try:
+        pg = pg_server.PostgresServer().start()
+    except RuntimeError as e:  # e.g. no user to run initdb as
+        pytest.skip(f"PostgreSQL could not start here: {e}")
+    try:
         yield pg
+    finally:
+        pg.stop()
 
 
 def test_postgres_run_killed_mid_item_resumes_without_loss_or_duplicates(tmp_path, postgres):
