@@ -155,7 +155,7 @@ def store_size(spec: str) -> int | None:
         return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
     if spec.startswith(("postgresql://", "postgres://")):
         saver = open_checkpointer(spec)
-        with saver._cursor() as cur:  # noqa: SLF001 - the saver's own locked cursor
+        with saver.lock, saver.conn.cursor() as cur:  # the saver's connection, under its lock
             row = cur.execute(
                 "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) AS n FROM pg_class c "
                 "WHERE c.relkind = 'r' AND c.relname IN ('checkpoints', 'checkpoint_blobs', 'checkpoint_writes')"
