@@ -39,7 +39,7 @@ def redact(spec: str) -> str:
 
 def sqlite_path(spec: str) -> str:
     """``sqlite:///runs/ck.db`` → ``runs/ck.db``; ``sqlite:////tmp/ck.db`` → ``/tmp/ck.db``."""
-    path = spec[len("sqlite:///"):]
+    path = os.path.expanduser(spec[len("sqlite:///"):])
     if not path:
         raise InputError(f"--checkpoint {spec!r}: no file after sqlite:/// (e.g. sqlite:///runs/checkpoints.db)")
     return path
