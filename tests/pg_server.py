@@ -73,6 +73,14 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{self.dbname}"')
         return self
 
+    def new_database(self, name: str) -> str:
+        """Create another database on this server; returns its URL."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url.rsplit("/", 1)[0] + f"/{name}"
+
     def stop(self) -> None:
         if self.data.exists():
             subprocess.run([*self._as_user, _which("pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"],

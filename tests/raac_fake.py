@@ -58,6 +58,7 @@ class RaacReplies:
         with self._lock:
             self.log.append((k, time.time()))
             n = len(self.log)
+            refines = sum(1 for kk, _ in self.log if kk == "refine")
         if n == self.hold_at:
             self.held.set()
             self.release.wait(timeout=120)
@@ -68,8 +69,7 @@ class RaacReplies:
             fb = {a: {"score": 2, "suggestion": f"improve {a}"} for a in ASPECTS}
             return json.dumps({**fb, "total": 12})
         if k == "refine":  # a new text each time: an unchanged revision would end the TextAgent early
-            n = sum(1 for kk, _ in self.log if kk == "refine")
-            return json.dumps({"revised": REVISED.replace("a long river", f"a river {n} times revised")})
+            return json.dumps({"revised": REVISED.replace("a long river", f"a river {refines} times revised")})
         if k == "add":
             return json.dumps({"citations": [1]})
         return "Yes"

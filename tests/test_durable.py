@@ -238,9 +238,11 @@ def _cli(args: list[str], env: dict) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def kill_resume(tmp_path, checkpoint: str | None, n_items: int, kill_at_call: int, latency: float = 0.05) -> dict:
+def kill_resume(tmp_path, checkpoint: str | None, n_items: int, kill_at_call: int, latency: float = 0.05,
+                rerun_output: str = "out.json") -> dict:
     """``citegraph run raac`` over ``n_items`` fake-server items; SIGKILL while request number
-    ``kill_at_call`` is held unanswered (so the kill lands inside that call), then re-run to the end."""
+    ``kill_at_call`` is held unanswered (so the kill lands inside that call), then re-run to the end
+    (into ``rerun_output``: another name is another worker, with a journal of its own)."""
     data, out = tmp_path / "data.json", tmp_path / "out.json"
     data.write_text(json.dumps(raac_fake.dataset(n_items)))
     replies = raac_fake.RaacReplies(latency, hold_at=kill_at_call)
@@ -259,6 +261,9 @@ def kill_resume(tmp_path, checkpoint: str | None, n_items: int, kill_at_call: in
             replies.release.set()
         before = replies.count()
         assert before == kill_at_call
+        if rerun_output != "out.json":
+            out = tmp_path / rerun_output
+            args[args.index("-o") + 1] = str(out)
         p = _cli(args, env)
         _, stderr = p.communicate(timeout=300)
         assert p.returncode == 0, stderr[-2000:]
@@ -311,11 +316,25 @@ def test_postgres_run_killed_mid_item_resumes_without_loss_or_duplicates(tmp_pat
     import psycopg
 
     # the second item is killed in its 6th call: the first is in the journal, the second resumes
-    res = kill_resume(tmp_path, postgres.url, n_items=2, kill_at_call=FRESH_CALLS + 6)
+    url = postgres.new_database("one_worker")
+    res = kill_resume(tmp_path, url, n_items=2, kill_at_call=FRESH_CALLS + 6)
     usage = _check_final(res, 2)
     assert "1 new, 1 already done, 0 failed" in res["stderr"]
     assert res["calls_after"] == FRESH_CALLS - 5 == usage["llm_calls"] < FRESH_CALLS
     assert usage["resumed_from"]["next"] == ["text_agent"]
-    with psycopg.connect(postgres.url) as conn:
+    with psycopg.connect(url) as conn:
         threads = {r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
     assert {t.rsplit(":", 1)[0] for t in threads} == {"citegraph:raac:item0", "citegraph:raac:item1"}
+
+
+def test_postgres_another_worker_takes_over_a_killed_workers_items(tmp_path, postgres):
+    """A second process with an output (and journal) of its own, on the same store, input and settings:
+    the finished item comes from the store without a model call, the half-finished one continues."""
+    res = kill_resume(tmp_path, postgres.new_database("two_workers"), n_items=2, kill_at_call=FRESH_CALLS + 6,
+                      rerun_output="worker_b.json")
+    _check_final(res, 2)
+    first, second = (d["citegraph"]["usage"] for d in res["final"]["data"])
+    assert "2 new, 0 already done, 0 failed" in res["stderr"]
+    assert first["llm_calls"] == 0 and first["resumed_from"]["next"] == []
+    assert second["llm_calls"] == res["calls_after"] == FRESH_CALLS - 5
+    assert second["resumed_from"]["next"] == ["text_agent"]
