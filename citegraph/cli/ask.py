@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from citegraph.cli.common import add_model_args, method_context, print_answer
+from citegraph.cli.common import add_checkpoint_arg, add_model_args, method_context, open_checkpoint_arg, print_answer
 from citegraph.errors import InputError
 
 
@@ -37,7 +37,7 @@ def describe_event(ev: dict) -> str:
     return f"{kind}: {rest}" if rest else str(kind)
 
 
-def _answer_with_progress(graph, item, ctx, method: str):
+def _answer_with_progress(graph, item, ctx, method: str, thread: str | None = None):
     """Run the graph with a one-line status on stderr that follows its progress events."""
     from rich.console import Console
     from rich.markup import escape
@@ -46,13 +46,13 @@ def _answer_with_progress(graph, item, ctx, method: str):
 
     console = Console(stderr=True)
     if not console.is_terminal:  # piped or captured: no spinner, no noise
-        return answer_item(graph, item, ctx)
+        return answer_item(graph, item, ctx, thread=thread)
     t0 = time.perf_counter()
     with console.status(f"{method}: starting", spinner="dots") as status:
         def on_event(ev: dict) -> None:
             status.update(f"{escape(method)} · {time.perf_counter() - t0:.0f}s · {escape(describe_event(ev))}")
 
-        return answer_item(graph, item, ctx, on_event=on_event)
+        return answer_item(graph, item, ctx, on_event=on_event, thread=thread)
 
 
 def cmd_ask(args) -> int:
@@ -71,16 +71,27 @@ def cmd_ask(args) -> int:
         question = check_question(args.question, "--question")
         item = Item(id="ask", question=question, documents=load_documents(args.docs) if args.docs else [])
     ctx = method_context(args.method, args, **_retrieval_overrides(args))
-    graph = build_graph(args.method)
+    saver = open_checkpoint_arg(args)
+    graph = build_graph(args.method, checkpointer=saver)
+    thread = None
+    if saver is not None:
+        from citegraph.eval.runner import thread_id
+
+        thread = thread_id(args.method, item, ctx)
     t0 = time.perf_counter()
-    ans, usage = _answer_with_progress(graph, item, ctx, args.method)
+    ans, usage = _answer_with_progress(graph, item, ctx, args.method, thread)
     if args.json:
         print(json.dumps(ans.model_dump(mode="json"), ensure_ascii=False, indent=1))
     else:
         print_answer(ans)
+        res = usage.get("resumed_from")
+        note = ""
+        if res:
+            note = (f" · resumed at step {res['step']} ({', '.join(res['next'])})" if res["next"]
+                    else " · the stored answer of a finished run (--checkpoint)")
         print(
             f"\n[{args.method} · {ctx.llm} · {usage['llm_calls']} LLM call(s) · "
-            f"{usage['prompt_tokens']}+{usage['completion_tokens']} tokens · {time.perf_counter() - t0:.1f}s]"
+            f"{usage['prompt_tokens']}+{usage['completion_tokens']} tokens · {time.perf_counter() - t0:.1f}s{note}]"
         )
     return 0
 
@@ -113,4 +124,5 @@ def register(sub) -> None:
     p.add_argument("--alpha", type=float, default=None, help="with --index, hybrid: weight of the dense score (default 0.5)")
     p.add_argument("--json", action="store_true", help="print the AttributedAnswer as JSON")
     add_model_args(p)
+    add_checkpoint_arg(p)
     p.set_defaults(func=cmd_ask)

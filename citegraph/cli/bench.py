@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import add_failure_args, parse_set
+from citegraph.cli.common import add_checkpoint_arg, add_failure_args, open_checkpoint_arg, parse_set
 from citegraph.errors import InputError
 
 
@@ -16,6 +16,7 @@ def cmd_bench(args) -> int:
 
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
+    open_checkpoint_arg(args)  # a bad --checkpoint stops here, before any item runs
     console = Console(stderr=True)
 
     def progress(method: str, done: int, total: int) -> None:
@@ -27,7 +28,7 @@ def cmd_bench(args) -> int:
     res = run_bench(
         args.methods.split(","), args.data, args.out, limit=args.limit, llm=args.llm, verifier=args.verifier,
         overrides=parse_set(args.set), dataset=args.dataset, concurrency=args.concurrency,
-        overwrite=args.overwrite, progress=progress, on_error=on_error, answer_field=args.answer_field,
+        overwrite=args.overwrite, progress=progress, on_error=on_error, answer_field=args.answer_field, checkpoint=args.checkpoint,
         on_method=lambda m, r: console.print(f"scored {m}: {r['scored']} item(s) scored, {r['reused']} from the "
                                              f"previous scores -> {r['written']}", markup=False),
     )
@@ -57,4 +58,5 @@ def register(subparsers) -> None:
     p.add_argument("--answer-field", default=None, metavar="FIELD",
                    help="genprog-posthoc: the item field holding the answer to attribute (e.g. output)")
     add_failure_args(p)
+    add_checkpoint_arg(p)
     p.set_defaults(func=cmd_bench)

@@ -67,6 +67,23 @@ def apply_failure_args(args) -> None:
         failures.configure(retries=retries, timeout=timeout)
 
 
+def add_checkpoint_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", metavar="SPEC", default=None,
+                   help="durable runs: save each item's graph state after every node and resume an item cut short "
+                        "from its last completed node (memory, sqlite:///path/to/file.db, postgresql://user@host:port/db)")
+
+
+def open_checkpoint_arg(args):
+    """The checkpointer ``--checkpoint`` names (None without it); a bad spec is an InputError here,
+    before any item runs."""
+    spec = getattr(args, "checkpoint", None)
+    if not spec:
+        return None
+    from citegraph.tools.checkpoints import open_checkpointer
+
+    return open_checkpointer(spec)
+
+
 def print_answer(ans, console=None) -> None:
     """Each sentence followed by its citations; uncited sentences marked; cited docs listed."""
     from rich.console import Console

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import add_model_args, method_context
+from citegraph.cli.common import add_checkpoint_arg, add_model_args, method_context, open_checkpoint_arg
 from citegraph.errors import InputError
 
 
@@ -22,6 +22,7 @@ def cmd_run(args) -> int:
         raise InputError("--concurrency must be at least 1")
     check_answer_field([args.method], args.answer_field)
     check_output_path(args.output)
+    open_checkpoint_arg(args)  # an unknown scheme, bad path or unreachable database stops here
     items = load_items(args.input, limit=args.limit)
     if args.answer_field:
         items = attach_answers(items, args.answer_field)
@@ -49,7 +50,7 @@ def cmd_run(args) -> int:
         stats = run_dataset(
             args.method, items, args.output, ctx, concurrency=args.concurrency,
             overwrite=args.overwrite, progress=progress, on_error=on_error,
-            extra_args={"input": os.path.abspath(args.input), "limit": args.limit},
+            extra_args={"input": os.path.abspath(args.input), "limit": args.limit}, checkpoint=args.checkpoint,
         )
     console.print(
         f"wrote {args.output}: {stats['ran']} new, {stats['skipped']} already done, {stats['failed']} failed "
@@ -72,4 +73,5 @@ def register(sub) -> None:
     p.add_argument("--answer-field", default=None, metavar="FIELD",
                    help="genprog-posthoc: the item field holding the answer to attribute (e.g. output)")
     add_model_args(p)
+    add_checkpoint_arg(p)
     p.set_defaults(func=cmd_run)

@@ -199,6 +199,7 @@ def run_bench(
     progress: Callable[[str, int, int], None] | None = None,
     on_error: Callable[[str, Any, BaseException], None] | None = None,
     answer_field: str | None = None,
+    checkpoint: str | None = None,
 ) -> dict:
     """Run, score and report. Returns ``{"scores": {method: score result}, "runs": {...}, "report": path}``."""
     from citegraph.eval.datasets import attach_answers, check_answer_field, load_items
@@ -235,6 +236,10 @@ def run_bench(
     from citegraph.nodes.metrics import resolve_verifier
 
     resolve_verifier(verifier or "default")  # fail fast, before any generation
+    if checkpoint:
+        from citegraph.tools.checkpoints import open_checkpointer
+
+        open_checkpointer(checkpoint)  # a bad store fails here too
     out = Path(out_dir)
     (out / "raw").mkdir(parents=True, exist_ok=True)
     eval_verifier = verifier or "default"
@@ -249,7 +254,7 @@ def run_bench(
             base[m], m_items, raw, contexts[m], concurrency=concurrency, overwrite=overwrite,
             progress=(lambda d, t, m=m: progress(m, d, t)) if progress else None,
             on_error=(lambda it, e, m=m: on_error(m, it, e)) if on_error else None,
-            extra_args={"input": str(Path(data).resolve()), "limit": limit, "variant": m},
+            extra_args={"input": str(Path(data).resolve()), "limit": limit, "variant": m}, checkpoint=checkpoint,
         )
         runs[m]["wall_seconds"] = round(time.perf_counter() - t0, 2)
         if not raw.exists():

@@ -17,12 +17,13 @@ items in flight stop retrying and queued items are not started.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import asdict
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -32,27 +33,74 @@ from citegraph.eval.provenance import provenance
 from citegraph.graphs.registry import build_graph
 from citegraph.state import AttributedAnswer
 from citegraph.tools import failures
+from citegraph.tools.checkpoints import open_checkpointer, redact
 from citegraph.tools.models import reset_local_models
 from citegraph.tools.usage import UsageTracker
 
 
-def answer_item(graph, item: Item, context, on_event: Callable[[dict], None] | None = None) -> tuple[AttributedAnswer, dict[str, Any]]:
+def _jsonable(o: Any) -> Any:
+    if hasattr(o, "model_dump"):
+        return o.model_dump(mode="json")
+    return str(o)
+
+
+def thread_id(label: str, item: Item, context) -> str:
+    """The checkpoint thread of one item under one configuration: ``citegraph:<label>:<item id>:<digest>``.
+
+    ``label`` is the method or bench variant (readable in the store); the digest (sha256, 16 hex) covers
+    the whole Context (models, verifier, every knob) and the item's inputs (question, documents,
+    answer to attribute), so a run resumed under other settings, or on another file whose items reuse
+    the same ids, starts its own thread instead of continuing another configuration's half-finished
+    state. The code version is not in it: a checkpoint is resumed by the code that reads it."""
+    inputs = {"question": item.question, "documents": item.documents, **item.inputs}
+    ctx = asdict(context) if is_dataclass(context) else {}
+    blob = json.dumps({"context": ctx, "inputs": inputs}, sort_keys=True, default=_jsonable, ensure_ascii=False)
+    return f"citegraph:{label}:{item.id}:{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
+
+
+def answer_item(graph, item: Item, context, on_event: Callable[[dict], None] | None = None,
+                *, thread: str | None = None) -> tuple[AttributedAnswer, dict[str, Any]]:
     """Invoke one graph on one item, with cost accounting. Returns the answer and its usage.
 
     ``on_event`` receives the run's progress as it happens: ``{"event": "node", "node": name}`` when a
-    node finishes, and every custom-stream event the nodes emit (``citegraph.tools.progress``)."""
+    node finishes, and every custom-stream event the nodes emit (``citegraph.tools.progress``).
+
+    ``thread`` (a graph compiled with a checkpointer, see :func:`thread_id`): the item runs on that
+    checkpoint thread, saved after every super-step (``durability="sync"``). A thread whose latest
+    checkpoint has next nodes (a run killed or failed mid-item) resumes from there
+    (``invoke(None)``); a finished thread gives its stored answer without running. The usage then
+    counts only the resumed part and says where it started (``usage["resumed_from"]``)."""
     tracker = UsageTracker()
     t0 = time.perf_counter()
-    inputs = {"question": item.question, "documents": item.documents, **item.inputs}
-    config = {"callbacks": [tracker], "run_name": f"{graph.name}:{item.id}"}
+    inputs: dict | None = {"question": item.question, "documents": item.documents, **item.inputs}
+    config: dict[str, Any] = {"callbacks": [tracker], "run_name": f"{graph.name}:{item.id}"}
+    kw: dict[str, Any] = {}
+    resumed_from = None
+    if thread is not None:
+        config["configurable"] = {"thread_id": thread}
+        kw["durability"] = "sync"  # a checkpoint is on disk before the next node starts
+        snap = graph.get_state(config)
+        if snap.values or snap.next:
+            resumed_from = {"checkpoint_id": snap.config["configurable"].get("checkpoint_id"),
+                            "step": (snap.metadata or {}).get("step"), "next": list(snap.next)}
+        if snap.next:
+            inputs = None  # continue from the last completed super-step
+        elif snap.values.get("answer") is not None:
+            ans = snap.values["answer"]
+            usage = {**tracker.totals(), "seconds": round(time.perf_counter() - t0, 3), "nodes": {},
+                     "thread_id": thread, "resumed_from": resumed_from}
+            ans.metadata["usage"] = usage
+            return ans, usage
+        else:
+            resumed_from = None
     with tracker.active():
         if on_event is None:
-            out = graph.invoke(inputs, context=context, config=config)
+            out = graph.invoke(inputs, context=context, config=config, **kw)
         else:
             out = {}
             # subgraphs=True: RAAC's TextAgent and CitationAgent are subgraphs, and their events count
             for ns, mode, chunk in graph.stream(inputs, context=context, config=config, subgraphs=True,
-                                                stream_mode=["custom", "updates", "values"]):
+                                                stream_mode=["custom", "updates", "values"], **kw):
                 if mode == "values":
                     if not ns:
                         out = chunk
@@ -63,6 +111,8 @@ def answer_item(graph, item: Item, context, on_event: Callable[[dict], None] | N
                         on_event({"event": "node", "node": node, "graph": ns[-1].split(":")[0] if ns else graph.name})
     ans: AttributedAnswer = out["answer"]
     usage = {**tracker.totals(), "seconds": round(time.perf_counter() - t0, 3), "nodes": tracker.per_node()}
+    if thread is not None:
+        usage.update(thread_id=thread, resumed_from=resumed_from)
     ans.metadata["usage"] = usage
     return ans, usage
 
@@ -159,14 +209,23 @@ def run_dataset(
     progress: Callable[[int, int], None] | None = None,
     on_error: Callable[[Item, BaseException], None] | None = None,
     extra_args: dict | None = None,
+    checkpoint: str | None = None,
 ) -> dict[str, Any]:
-    """Run ``method`` on ``items`` into ``output`` (resumable). Returns counts."""
+    """Run ``method`` on ``items`` into ``output`` (resumable). Returns counts.
+
+    ``checkpoint`` (``memory``, ``sqlite:///file.db``, ``postgresql://...``): every item also runs on
+    its own checkpoint thread (:func:`thread_id`), so an item cut short resumes from its last
+    completed node instead of its start; ``overwrite`` then also discards the items' threads."""
+    saver = open_checkpointer(checkpoint) if checkpoint else None  # a bad spec fails before any item
     ctx_dict = {k: v for k, v in asdict(context).items()}
     args = {"method": method, "context": ctx_dict, **(extra_args or {})}
+    if checkpoint:
+        args["checkpoint"] = redact(checkpoint)
     writer = ResumableWriter(output, args, overwrite=overwrite)
     done = writer.done()
     todo = [it for it in items if it.id not in done]
-    graph = build_graph(method)
+    graph = build_graph(method, checkpointer=saver)
+    label = (extra_args or {}).get("variant") or method
     prov = provenance(getattr(context, "llm", None), getattr(context, "verifier", None))
     failed = 0
     finished = len(items) - len(todo)
@@ -180,7 +239,10 @@ def run_dataset(
             # items before it (resume, --limit, the order of methods); with several workers the
             # cache is shared by interleaved items and runs are not reproducible anyway
             reset_local_models()
-        ans, usage = answer_item(graph, it, context)
+        thread = thread_id(label, it, context) if saver is not None else None
+        if thread is not None and overwrite:
+            saver.delete_thread(thread)
+        ans, usage = answer_item(graph, it, context, thread=thread)
         writer.add(make_record(it, ans, usage, prov))
 
     # at most `concurrency` items in flight, the next one submitted only when one ends: after a

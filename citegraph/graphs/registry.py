@@ -60,8 +60,45 @@ def entry(name: str) -> GraphEntry:
 
 
 def build_graph(name: str, checkpointer=None):
-    """Compile the graph of a method. ``build_graph("vanilla").invoke({...}, context=VanillaContext())``."""
+    """Compile the graph of a method. ``build_graph("vanilla").invoke({...}, context=VanillaContext())``.
+
+    A checkpointer whose serializer is strict (``citegraph.tools.checkpoints.open_checkpointer``'s)
+    gets the types of ``citegraph.state`` added to its allowlist; a permissive one is used as given."""
+    if checkpointer is not None and hasattr(checkpointer, "with_allowlist"):
+        checkpointer = checkpointer.with_allowlist(state_types())
     return importlib.import_module(entry(name).module).build(checkpointer=checkpointer)
+
+
+def state_types() -> set[tuple[str, str]]:
+    """(module, name) of every class defined in the ``citegraph.state`` modules and of every citegraph
+    class their annotations reach (e.g. ``tools.program.ProgramTree`` in GenerationPrograms' state):
+    what a checkpoint of any method may hold beside LangGraph's own safe types."""
+    import inspect
+    import pkgutil
+    import typing
+
+    import citegraph.state as pkg
+
+    out: set[tuple[str, str]] = set()
+    todo: list = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        todo += [c for _, c in inspect.getmembers(mod, inspect.isclass) if c.__module__ == mod.__name__]
+    seen: set[int] = set()
+    while todo:
+        t = todo.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        todo += list(typing.get_args(t))
+        if not inspect.isclass(t) or not t.__module__.startswith("citegraph."):
+            continue
+        out.add((t.__module__, t.__name__))
+        try:
+            todo += list(typing.get_type_hints(t).values())
+        except Exception:  # noqa: BLE001 - an unresolvable annotation: the class itself is still listed
+            pass
+    return out
 
 
 def context_class(name: str):
