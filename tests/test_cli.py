@@ -61,6 +61,15 @@ def write_dataset(path: Path, n: int) -> Path:
      "cannot create the output's folder /proc/citegraph-no"),
     (lambda t: ["run", "rerank", "-i", str(write_dataset(t / "ok9.json", 1)), "-o", str(t / "o9.json"), "--verifier", "bogus"],
      "unknown verifier spec 'bogus'"),
+    # more shapes of a bad input file, and bad failure-policy flags
+    (lambda t: ["run", "vanilla", "-i", str(_w(t / "empty.json", "")), "-o", str(t / "o.json")], "file is empty"),
+    (lambda t: ["run", "vanilla", "-i", str(_w(t / "obj.json", '{"foo": 1}')), "-o", str(t / "o.json")], "expected a list of items"),
+    (lambda t: ["run", "vanilla", "-i", str(_w(t / "ds.json", '[{"question": "q", "docs": "x"}]')), "-o", str(t / "o.json")],
+     "item 1: documents must be a list"),
+    (lambda t: ["run", "vanilla", "-i", str(_w(t / "nd.json", '[{"question": "q", "docs": []}]')), "-o", str(t / "o.json")], "item 1: no documents"),
+    (lambda t: ["run", "vanilla", "-i", str(_w(t / "b.jsonl", '{"question": "q", "docs": [{"text": "x"}]}\n{broken\n')), "-o", str(t / "o.json")],
+     "b.jsonl:2: invalid JSON"),
+    (lambda t: ["run", "vanilla", "-i", str(write_dataset(t / "ok9.json", 1)), "-o", str(t / "o.json"), "--retries", "-1"], "--retries must be 0 or more"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, capsys, argv_maker, needle):
     code = main(argv_maker(tmp_path))
