@@ -23,6 +23,7 @@ DOCS = [Document(id="a", title="Alpha", text="Alpha was founded in 1901 by Ann."
 def default_llm(monkeypatch):
     """The Contexts' default model spec ('local') answered by a scripted model for this test."""
     model = ScriptedChatModel(script=Router(gen=["Alpha was founded in 1901 [1]."], feedback=[fb(3)],
+                                            refine=["Alpha was founded in 1901 [1]."],
                                             vanilla=["Alpha was founded in 1901 [1]. Beta is in Chile [2]."]))
     monkeypatch.setitem(models._registry, "local", model)
     from citegraph.tools.verifier import FunctionVerifier, register_verifier

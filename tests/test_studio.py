@@ -145,7 +145,9 @@ def test_a_failing_node_reports_its_name_class_and_message(server):
                            context={"llm": "openai:fake-model"}, raise_error=False)
     text = json.dumps(out)
     assert "An internal error occurred" not in text
-    assert "node 'generate' failed: IndexError" in text, text[:500]
+    # a reply with no choices is a model failure under the failure policy: its one-line reason
+    # reaches the client (not LangGraph's "An internal error occurred")
+    assert '"error": "ModelReplyError"' in text and "malformed reply: no choices in the reply" in text, text[:500]
 
 
 def test_a_run_resumed_without_its_context_keeps_it(server):

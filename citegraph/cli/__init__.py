@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        apply_failure_args(args)
+        apply_failure_args(args)  # --retries/--timeout for this command only (main() may be called in-process)
         return int(args.func(args) or 0)
     except InputError as e:
         print(f"citegraph: error: {e}", file=sys.stderr)
@@ -57,3 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("citegraph: interrupted (finished items are saved; re-run to resume)", file=sys.stderr)
         return 130
+    finally:
+        from citegraph.tools import failures
+
+        failures.reset_policy()
