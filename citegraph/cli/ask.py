@@ -79,7 +79,7 @@ def cmd_ask(args) -> int:
     else:
         print_answer(ans)
         print(
-            f"\n[{args.method} · {ctx.llm} · {usage['llm_calls']} LLM call(s) · "
+            f"\n[{args.method}{f' · preset {args.preset}' if args.preset else ''} · {ctx.llm} · {usage['llm_calls']} LLM call(s) · "
             f"{usage['prompt_tokens']}+{usage['completion_tokens']} tokens · {time.perf_counter() - t0:.1f}s]"
         )
     return 0
