@@ -354,3 +354,19 @@ def test_fusion_cap_is_a_checked_knob():
     with pytest.raises(InputError, match="fusion_cap must be one of split, cut"):
         make_context("genprog", fusion_cap="drop")
     assert GenProgContext().max_fusion_inputs == 3 and GenProgContext().fusion_cap == "split"
+
+
+def test_scores_report_sentences_words_and_citations_per_sentence():
+    """What issue #24 measures GenerationPrograms by: sentences per answer, words and citations per
+    sentence (all citations of the answer, not ALCE's first three)."""
+    from citegraph.eval.scoring import score_records
+
+    verifier = stub_verifier(lambda p, h: 0.0)
+    docs = [{"title": t, "text": f"{t} text."} for t in ("A", "B", "C", "D")]
+    recs = [{"question": "Q?", "docs": docs, "output": "One two three four [1][2][3][4]. Five six [2]."},
+            {"question": "Q?", "docs": docs, "output": ""}]
+    _, items = score_records(recs, verifier=verifier, dataset="eli5")
+    first, empty = items
+    assert first["sentences"] == 2 and first["words_per_sentence"] == 3.0
+    assert first["citations_per_sentence"] == 2.5
+    assert empty["sentences"] == 0 and empty["words_per_sentence"] is None and empty["citations_per_sentence"] is None
