@@ -71,8 +71,7 @@ ASPECT_RUBRIC = {
     "length": "the summary has no fewer than 50 words.",
     "citation_recall": "every sentence has 1 to 3 citations, and what the sentence says is consistent with the "
                        "documents it cites.",
-    "citation_precision": "where sentences cite several documents, every citation is valid (each cited document "
-                          "is needed).",
+    "citation_precision": "when several sentences carry citations, check that each of their citations is valid.",
 }
 
 REFERENCE_FORMAT = (
