@@ -210,7 +210,7 @@ def test_review_resume_accepts_program(scripted):
 
 def test_relevance_filter_and_extractive_qfs_keep_only_verbatim_sentences(scripted):
     def relevance(text, kwargs):
-        return "No" if "Gamma" in text.split("Document (Title:")[1] else "Yes"
+        return "No" if "(Title: Gamma)" in text else "Yes"
 
     def pick(text, kwargs):
         if "Title: Alpha" in text:  # one verbatim, one hallucinated, one verbatim with a bullet
@@ -223,7 +223,7 @@ def test_relevance_filter_and_extractive_qfs_keep_only_verbatim_sentences(script
         seen["prompt"] = text
         return "- extract(S1)\n- extract(S5)"
 
-    ans, _ = run(scripted, router(prog, {}, **{'Answer "Yes" or "No"': relevance, "select the": pick}),
+    ans, _ = run(scripted, router(prog, {}, **{'Answer "Yes" or "No"': relevance, "Do not change the sentences": pick}),
                  relevance_filter=True, qfs_mode="extractive", qfs_sentences=2)
     p = seen["prompt"].split("**YOUR TASK**")[1]
     assert "S1: Alpha was founded" in p and "S2: It is based in Paris." in p
@@ -241,7 +241,8 @@ def test_extract_then_generate_cites_through_origins(scripted):
     def prog(text, kwargs):
         return "- extract(S6)"  # the first generated summary sentence (ids continue after S5)
 
-    ans, _ = run(scripted, router(prog, {"Write": "Beta flows through Chile."}, **{"select the": pick}),
+    ans, _ = run(scripted, router(prog, {}, **{"Do not change the sentences": pick,
+                                               "revise the summary into": "- Beta flows through Chile."}),
                  qfs_mode="extract_then_generate", qfs_sentences=1)
     s = ans.sentences[0]
     assert s.text == "Beta flows through Chile." and s.citations == [2]

@@ -189,8 +189,8 @@ def test_placeholder_suggestions_copied_from_the_prompt_are_dropped(five_docs, s
     assert any("placeholder suggestion(s) dropped" in p and "specificity" in p for p in first.problems)
     prompt = r.prompts["refine"][0]
     assert "Name the founder." in prompt and ": ...\n" not in prompt
-    assert "(score 2/3): (no concrete suggestion: improve this aspect)" in prompt
-    assert "(score 3/3): keep as is" in prompt
+    assert "Specificity: score: 2, suggestion: (no concrete suggestion: improve this aspect)" in prompt
+    assert "Objectivity: score: 3, suggestion: keep as is" in prompt
 
 
 def test_best_of_k_not_the_last(five_docs, scripted):
@@ -447,7 +447,7 @@ def test_discovery_rejects_out_of_range_and_non_candidate_ids(five_docs, scripte
     assert d.verified is True and d.kept == [2]
     assert st["answer"].sentences[0].citations == [2]
     # the AddCitation prompt shows only the candidates
-    assert "Document [2](Title: Beta)" in r.prompts["add"][0] and "Document [6]" not in r.prompts["add"][0]
+    assert "[2]: Beta<|>" in r.prompts["add"][0] and "[6]:" not in r.prompts["add"][0]
 
 
 def test_discovery_verification_flag(five_docs, scripted):
@@ -543,7 +543,7 @@ def test_gate_accept_maps_dadp_citations_to_original_ids(five_docs, scripted, mo
     st = trace(r, five_docs, scripted, tau=0.8, max_calibration_rounds=1)
     assert r.n("gen") == 2
     p1 = r.prompts["gen"][1]
-    assert "Document [1](Title: Beta)" in p1 and "Document [2](Title: Delta)" in p1 and "Document [3](Title: Epsilon)" in p1
+    assert "[1]: Beta<|>" in p1 and "[2]: Delta<|>" in p1 and "[3]: Epsilon<|>" in p1
     assert "Alpha" not in p1 and "Gamma" not in p1
     assert [c.decision for c in st["calibrations"]] == ["initial", "accept"]
     assert st["calibrations"][1].documents == [2, 4, 5]

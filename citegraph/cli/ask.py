@@ -90,7 +90,7 @@ def cmd_ask(args) -> int:
             note = (f" · resumed at step {res['step']} ({', '.join(res['next'])})" if res["next"]
                     else " · the stored answer of a finished run (--checkpoint)")
         print(
-            f"\n[{args.method} · {ctx.llm} · {usage['llm_calls']} LLM call(s) · "
+            f"\n[{args.method}{f' · preset {args.preset}' if args.preset else ''} · {ctx.llm} · {usage['llm_calls']} LLM call(s) · "
             f"{usage['prompt_tokens']}+{usage['completion_tokens']} tokens · {time.perf_counter() - t0:.1f}s{note}]"
         )
     return 0

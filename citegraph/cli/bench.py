@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import add_checkpoint_arg, add_failure_args, open_checkpoint_arg, parse_set
+from citegraph.cli.common import add_checkpoint_arg, add_failure_args, add_preset_arg, open_checkpoint_arg, parse_set
 from citegraph.errors import InputError
 
 
@@ -27,7 +27,7 @@ def cmd_bench(args) -> int:
 
     res = run_bench(
         args.methods.split(","), args.data, args.out, limit=args.limit, llm=args.llm, verifier=args.verifier,
-        overrides=parse_set(args.set), dataset=args.dataset, concurrency=args.concurrency,
+        overrides=parse_set(args.set), preset=args.preset, dataset=args.dataset, concurrency=args.concurrency,
         overwrite=args.overwrite, progress=progress, on_error=on_error, answer_field=args.answer_field, checkpoint=args.checkpoint,
         on_method=lambda m, r: console.print(f"scored {m}: {r['scored']} item(s) scored, {r['reused']} from the "
                                              f"previous scores -> {r['written']}", markup=False),
@@ -51,6 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("--verifier", help="verifier spec for the methods and the scoring (default: default)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a Context knob in every method that has it (repeatable)")
+    add_preset_arg(p)
     p.add_argument("--dataset", choices=["asqa", "eli5", "qampari", "generic"], default=None,
                    help="dataset type for scoring (default: inferred)")
     p.add_argument("--concurrency", type=int, default=1, help="items in flight at once per method (1 keeps local-model runs reproducible item by item)")

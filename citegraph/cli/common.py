@@ -26,11 +26,14 @@ def parse_set(pairs: Sequence[str] | None) -> dict[str, Any]:
 
 
 def method_context(method: str, args, **extra: Any) -> Any:
-    """The method's Context from ``--set`` plus ``--llm`` / ``--verifier`` where the method has them
-    (``extra``: settings a subcommand's own flags give, e.g. ``ask --index``; ``--set`` wins)."""
+    """The method's Context from ``--preset``, then ``--set``, plus ``--llm`` / ``--verifier`` where the
+    method has them (``extra``: settings a subcommand's own flags give, e.g. ``ask --index``; ``--set``
+    wins over both, a subcommand's flags over the preset)."""
+    from citegraph.graphs.presets import preset_overrides
     from citegraph.graphs.registry import context_class, make_context
 
-    overrides = {**extra, **parse_set(getattr(args, "set", None))}
+    overrides = {**preset_overrides(getattr(args, "preset", None), method), **extra,
+                 **parse_set(getattr(args, "set", None))}
     names = {f.name for f in fields(context_class(method))}
     for key in ("llm", "verifier"):
         val = getattr(args, key, None)
@@ -44,6 +47,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verifier", help="verifier spec, for methods that use one")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a Context knob (repeatable)")
     add_failure_args(p)
+    add_preset_arg(p)
 
 
 def add_failure_args(p: argparse.ArgumentParser) -> None:
@@ -82,6 +86,24 @@ def open_checkpoint_arg(args):
     from citegraph.tools.checkpoints import open_checkpointer
 
     return open_checkpointer(spec)
+
+
+def add_preset_arg(p: argparse.ArgumentParser) -> None:
+    from citegraph.graphs.presets import PRESETS
+
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="per-dataset settings from the papers (" + ", ".join(PRESETS) + "; `citegraph graphs` lists "
+                        "them), applied before --set, which wins; recorded in the output's args")
+
+
+def preset_args(method: str, args) -> dict[str, Any]:
+    """What an output file's ``args`` records about ``--preset`` (nothing without one)."""
+    from citegraph.graphs.presets import get_preset, preset_overrides
+
+    name = getattr(args, "preset", None)
+    if not name:
+        return {}
+    return {"preset": get_preset(name).name, "preset_settings": preset_overrides(name, method)}
 
 
 def print_answer(ans, console=None) -> None:

@@ -20,9 +20,23 @@ def cmd_graphs(args) -> int:
         for n, default, desc in context_class(name).describe():
             t.add_row(n, escape(repr(default)), escape(desc))
         console.print(t)
+    from citegraph.graphs.presets import PRESETS
+
+    t = Table(title="presets (--preset NAME on ask, run, bench; applied before --set, which wins)",
+              title_justify="left", show_header=True)
+    t.add_column("preset")
+    t.add_column("method")
+    t.add_column("settings")
+    t.add_column("source")
+    for p in PRESETS.values():
+        for i, (method, settings) in enumerate(p.settings.items()):
+            t.add_row(escape(p.name) if i == 0 else "", escape(method),
+                      escape(", ".join(f"{k}={v!r}" for k, v in settings.items())),
+                      escape(p.source) if i == 0 else "")
+    console.print(t)
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("graphs", help="list the methods and their Context knobs")
+    p = sub.add_parser("graphs", help="list the methods, their Context knobs and the presets")
     p.set_defaults(func=cmd_graphs)

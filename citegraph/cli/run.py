@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import add_checkpoint_arg, add_model_args, method_context, open_checkpoint_arg
+from citegraph.cli.common import add_checkpoint_arg, add_model_args, method_context, open_checkpoint_arg, preset_args
 from citegraph.errors import InputError
 
 
@@ -50,7 +50,8 @@ def cmd_run(args) -> int:
         stats = run_dataset(
             args.method, items, args.output, ctx, concurrency=args.concurrency,
             overwrite=args.overwrite, progress=progress, on_error=on_error,
-            extra_args={"input": os.path.abspath(args.input), "limit": args.limit}, checkpoint=args.checkpoint,
+            extra_args={"input": os.path.abspath(args.input), "limit": args.limit, **preset_args(args.method, args)},
+            checkpoint=args.checkpoint,
         )
     console.print(
         f"wrote {args.output}: {stats['ran']} new, {stats['skipped']} already done, {stats['failed']} failed "

@@ -28,7 +28,8 @@ QUALITY_COLUMNS = [
     ("citation_rec", "Cit. recall"), ("citation_prec", "Cit. precision"), ("citation_f1", "Cit. F1"),
     ("raac_f1", "RAAC cit. F1"), ("str_em", "STR-EM"), ("claims_nli", "Claims"), ("qampari_rec", "QAMPARI rec"),
     ("qampari_rec_top5", "QAMPARI rec-5"), ("rougeLsum", "ROUGE-Lsum"), ("length", "Words"),
-    ("uncited_pct", "Uncited sent. %"), ("module_entail_before", "Module entail. before"),
+    ("uncited_pct", "Uncited sent. %"), ("sentences", "Sentences"), ("words_per_sentence", "Words/sent."),
+    ("citations_per_sentence", "Cit./sent."), ("module_entail_before", "Module entail. before"),
     ("module_entail_after", "Module entail. after"),
 ]
 COST_COLUMNS = [
@@ -192,6 +193,7 @@ def run_bench(
     llm: str | None = None,
     verifier: str | None = None,
     overrides: dict[str, Any] | None = None,
+    preset: str | None = None,
     dataset: str | None = None,
     concurrency: int = 1,
     overwrite: bool = False,
@@ -201,7 +203,10 @@ def run_bench(
     answer_field: str | None = None,
     checkpoint: str | None = None,
 ) -> dict:
-    """Run, score and report. Returns ``{"scores": {method: score result}, "runs": {...}, "report": path}``."""
+    """Run, score and report. Returns ``{"scores": {method: score result}, "runs": {...}, "report": path}``.
+
+    ``preset`` (``citegraph.graphs.presets``) gives each method its per-dataset settings first;
+    ``overrides`` (``--set``) and a variant's own settings are applied after it and win."""
     from citegraph.eval.datasets import attach_answers, check_answer_field, load_items
     from citegraph.eval.runner import run_dataset
     from citegraph.graphs.registry import context_class, entry
@@ -221,13 +226,17 @@ def run_bench(
     if limit is not None and limit < 1:
         raise InputError("--limit must be at least 1")
     overrides = dict(overrides or {})
+    from citegraph.graphs.presets import get_preset, preset_overrides
+
+    preset_name = get_preset(preset).name if preset else None  # unknown preset → InputError, before any work
     contexts = {}
     for m in methods:
         known = {f.name for f in fields(context_class(base[m]))}
         bad = sorted(set(own[m]) - known)
         if bad:
             raise InputError(f"method variant {m!r}: {base[m]} has no setting {', '.join(bad)}")
-        contexts[m] = method_context(base[m], llm=llm, verifier=verifier, overrides={**overrides, **own[m]})
+        contexts[m] = method_context(base[m], llm=llm, verifier=verifier,
+                                     overrides={**preset_overrides(preset_name, base[m]), **overrides, **own[m]})
     unused = [k for k in overrides if not any(k in {f.name for f in fields(c)} for c in contexts.values())]
     if unused:
         raise InputError(f"--set {', '.join(unused)}: no selected method has such a setting")
@@ -254,7 +263,10 @@ def run_bench(
             base[m], m_items, raw, contexts[m], concurrency=concurrency, overwrite=overwrite,
             progress=(lambda d, t, m=m: progress(m, d, t)) if progress else None,
             on_error=(lambda it, e, m=m: on_error(m, it, e)) if on_error else None,
-            extra_args={"input": str(Path(data).resolve()), "limit": limit, "variant": m}, checkpoint=checkpoint,
+            extra_args={"input": str(Path(data).resolve()), "limit": limit, "variant": m,
+                        **({"preset": preset_name, "preset_settings": preset_overrides(preset_name, base[m])}
+                           if preset_name else {})},
+            checkpoint=checkpoint,
         )
         runs[m]["wall_seconds"] = round(time.perf_counter() - t0, 2)
         if not raw.exists():
@@ -287,6 +299,8 @@ def run_bench(
         f"- data: `{data}` ({ds}, {len(items)} item(s){f', limit {limit}' if limit else ''})",
         f"- chat model: `{ctx0.llm}`; verifier (methods and scoring): `{eval_verifier}`",
         f"- methods: {', '.join(methods)}",
+        *([f"- preset: `{preset_name}` ({get_preset(preset_name).source}), applied before --set and variant settings"]
+          if preset_name else []),
         *code_lines(code, llm=ctx0.llm),
         "- quality on ALCE's 0-100 scale; cell = mean [95% bootstrap interval, 1000 resamples, seed 0];"
         " Cit. F1 = harmonic mean of mean citation recall and precision (ALCE, at most 3 citations per sentence);"

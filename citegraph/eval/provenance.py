@@ -99,7 +99,10 @@ def verifier_identity(spec: str | None) -> str | None:
         return f"default (sha256 {sha[:12]})" if sha else spec
     name, _, arg = spec.partition(":")
     if name == "llm-judge":
-        return f"llm-judge:{model_identity(arg or 'local')}"
+        from citegraph.tools.verifier import parse_judge_spec
+
+        chat, prompt = parse_judge_spec(arg)
+        return f"llm-judge:{model_identity(chat)}" + ("" if prompt == "ours" else f" prompt {prompt}")
     return spec
 
 

@@ -236,6 +236,12 @@ def score_records(
         # share of answer sentences with no citation at all (what GenerationPrograms rules out)
         s["uncited_pct"] = (100.0 * sum(not cs.citations for cs in ans.sentences) / len(ans.sentences)
                             if ans.sentences else None)
+        # answer shape (issue #24: GenerationPrograms' run-on sentences): sentences, words and
+        # citations per sentence, on the answer as scored (all citations, before ALCE's cap of 3)
+        n_sent = len(ans.sentences)
+        s["sentences"] = float(n_sent)
+        s["words_per_sentence"] = s["length"] / n_sent if n_sent else None
+        s["citations_per_sentence"] = sum(len(cs.citations) for cs in ans.sentences) / n_sent if n_sent else None
         meta = struct.metadata if struct is not None else {}
         for key, name in (("entailment_rate_before", "module_entail_before"),
                           ("entailment_rate_after", "module_entail_after")):

@@ -1,24 +1,41 @@
-"""Prompts of GenerationPrograms (Wan et al., 2025, arXiv:2506.14580).
+"""Prompts of GenerationPrograms (Wan et al., 2025, arXiv:2506.14580), from the paper's Appendix E.
 
-Provenance (checked with the code/pages search of public sources):
+Each prompt carries the content of the printed one, in our words:
 
-* Planner (paper Fig. 6): the authors' repository (``meetdavidwan/generationprograms``,
-  ``prompts/ragprogram_program_one_pass_fewshot.txt``) holds the one-pass program prompt. PLANNER
-  follows it closely — same task statement, the same function descriptions, the same
-  ``[Format]`` / ``[Function Nesting]`` rules and the ``EXAMPLES`` / ``YOUR TASK`` layout — reworded
-  lightly and extended with the ``extract(x)`` module that our issue adds. The one-shot example is
-  our own (written in the style of the repository's ASQA few-shot file).
-* Modules (paper Fig. 7): the repository's code reads ``prompts/{paraphrase,compression,fusion}.txt``
-  with ``**Instruction**:`` / ``[[SENTENCE]]`` placeholders, but those files are not published, and
-  the figure text was not retrievable verbatim. MODULE_PROMPTS are faithful rewrites of the
-  paper's description: one task line per module, the optional instruction block, the input
-  sentence(s), and "Output:".
-* Query-focused summarization pre-steps (paper Fig. 8: extractive, abstractive,
-  extract-then-generate) and the relevance filter: not retrievable verbatim either; written from the
-  paper's description.
-* Post-hoc planner: the paper's post-hoc mode asks the planner to write a program that reconstructs
-  a given answer; POSTHOC_PLANNER adapts PLANNER to that.
-* LLM-prompt attribution baseline (benchmarks/bench_genprog_posthoc.py): our own wording.
+* Planner (Figure 6, :data:`PLANNER`): the same task statement (an accurate, engaging and concise
+  answer that synthesises the document, written as Python function calls over sentence ids instead
+  of directly), the argument rule (ids or nested calls; ``instruction="..."``), the same function
+  descriptions, the ``[Format]`` rule (a bullet list, one bullet per answer sentence, only the
+  calls) and the ``[Function Nesting]`` rule, and the ``EXAMPLES`` / ``YOUR TASK`` layout.
+* Modules (Figure 7, :data:`MODULE_PROMPTS`): a compression, paraphrasing and fusion assistant with
+  the figure's rules (keep the original meaning; paraphrase strictly preserving it and adding
+  nothing; fusion merges similar information while keeping every difference, its sentences one per
+  line; follow the optional instruction; reply with the sentence only, no commentary or labels) and
+  the ``**Instruction**`` / ``**Sentence**`` blocks.
+* Query-focused summaries (Figure 8): extractive (copy ``n`` sentences exactly, as bullets),
+  abstractive (summarise within ``n`` sentences, as bullets) and extract-then-generate (revise the
+  extracted summary into ``n`` sentences keeping all its key information, as bullets).
+* Relevance filtering (Appendix B): the paper asks the LLM whether each document is relevant to
+  the question and drops the irrelevant ones; it prints no prompt, so :data:`RELEVANCE` is ours.
+
+Deliberate differences, and why:
+
+1. ``extract(sentence)``: a fourth module that copies a sentence verbatim (our issue's addition;
+   the parser and executor accept it). The paper's three modules are described unchanged.
+2. Two planner rules the paper's prompt does not have, each only when its knob is on:
+   ``[Length]`` (at most ``max_answer_sentences`` bullets) and ``[Sentences]`` (a fusion merges at
+   most ``max_fusion_inputs`` sentences; separate facts go in separate bullets). On ASQA the embedded
+   1.5B model otherwise wrote 1.4 bullets per answer, each one fusion of many sentences (~70 words,
+   3.4 citations per sentence). Both knobs at 0 give the paper's prompt.
+3. The one-shot example is our own (the paper's examples are not printed).
+4. A module prompt without an instruction leaves out the ``**Instruction**`` block instead of
+   showing an empty one; ``module_with_question`` (off by default) adds the question.
+5. Pre-steps on one document (relevance, extractive, abstractive, extract-then-generate) open with
+   the same document block (title, then its sentences one per line) and put their task after it,
+   so a local llama.cpp model reads each document once for all of them (its KV cache keeps the
+   longest common prefix). The paper puts the instruction first and the document last.
+6. The extractive and extract-then-generate replies are bullets; only verbatim copies of source
+   sentences are kept from the extractive one (non-verbatim lines are counted and dropped).
 """
 
 from __future__ import annotations
@@ -84,17 +101,26 @@ def format_example(ex: dict, n: int = 1) -> str:
     return f"Example {n}:\nQuestion:\n{ex['question']}\n\nDocument:\n{ex['context']}\n\nOutput:\n{ex['output']}\n"
 
 
-LENGTH_RULE = ("- **[Length]** Write at most {n} bullets: only the sentences that answer the question. "
-               "Each bullet uses 1 to 3 source sentences (a fusion of many sentences makes an unreadable sentence).\n")
+LENGTH_RULE = "- **[Length]** Write at most {n} bullets: only the sentences that answer the question.\n"
+SENTENCES_RULE = ("- **[Sentences]** Each bullet produces one answer sentence of ordinary length from few source sentences: "
+                  "a fusion merges at most {k} sentences. Write a separate bullet for each separate fact or answer "
+                  "instead of fusing everything into one long sentence.\n")
 
 
-def planner_prompt(question: str, passages: str, examples: list[dict] | None = None, max_sentences: int = 0) -> str:
+def planner_prompt(question: str, passages: str, examples: list[dict] | None = None, max_sentences: int = 0,
+                   max_fusion_inputs: int = 0) -> str:
+    """Figure 6, plus our ``[Length]`` / ``[Sentences]`` rules when their caps are on (> 0)."""
     exs = examples if examples is not None else [ONE_SHOT]
     text = "\n".join(format_example(e, i) for i, e in enumerate(exs, 1))
     prompt = PLANNER.format(examples=text, question=question, context=passages)
-    if max_sentences and max_sentences > 0:  # our addition: the paper's prompt has no length rule
+    rules = ""
+    if max_sentences and max_sentences > 0:
+        rules += LENGTH_RULE.format(n=max_sentences)
+    if max_fusion_inputs and max_fusion_inputs > 0:
+        rules += SENTENCES_RULE.format(k=max_fusion_inputs)
+    if rules:
         anchor = "\n\n**EXAMPLES**"
-        prompt = prompt.replace(anchor, "\n" + LENGTH_RULE.format(n=max_sentences).rstrip("\n") + anchor, 1)
+        prompt = prompt.replace(anchor, "\n" + rules.rstrip("\n") + anchor, 1)
     return prompt
 
 
@@ -149,23 +175,26 @@ def posthoc_prompt(question: str, passages: str, sentences: list[str]) -> str:
 
 
 # --------------------------------------------------------------------------- modules (Fig. 7)
-_INSTRUCTION_BLOCK = "**Instruction**:\n[[INSTRUCTION]]\n"
+_INSTRUCTION_BLOCK = "**Instruction**: [[INSTRUCTION]]\n"
 
 MODULE_PROMPTS = {
     "paraphrase": (
-        "Paraphrase the following sentence. Keep its meaning; do not add information that is not in it."
-        "[[QUESTION_BLOCK]]\n" + _INSTRUCTION_BLOCK + "**Sentence**:\n[[SENTENCE]]\n"
-        "Output only the paraphrased sentence.\nOutput:"
+        "Paraphrase the sentence below. You are a paraphrasing assistant: write a paraphrased version of the "
+        "sentence that strictly preserves its original meaning. If an instruction is given, your paraphrase "
+        "follows it. Introduce no additional information and no commentary; reply with the paraphrased sentence "
+        "only, without any extra text or labels.[[QUESTION_BLOCK]]\n\n" + _INSTRUCTION_BLOCK + "**Sentence**: [[SENTENCE]]"
     ),
     "compression": (
-        "Compress the following sentence into a shorter sentence that keeps its essential content and syntactic structure. "
-        "Do not add information that is not in it.[[QUESTION_BLOCK]]\n" + _INSTRUCTION_BLOCK + "**Sentence**:\n[[SENTENCE]]\n"
-        "Output only the compressed sentence.\nOutput:"
+        "Compress the sentence below. You are a sentence compression assistant: write a compressed version of the "
+        "sentence that keeps its original meaning. If an instruction is given, your output follows it. Add no "
+        "commentary and no other text; reply with the compressed sentence only.[[QUESTION_BLOCK]]\n\n"
+        + _INSTRUCTION_BLOCK + "**Sentence**: [[SENTENCE]]"
     ),
     "fusion": (
-        "Fuse the following sentences into a single sentence. They may contain similar or complementary information; "
-        "keep what they say and do not add information that is not in them.[[QUESTION_BLOCK]]\n" + _INSTRUCTION_BLOCK
-        + "**Sentences**:\n[[SENTENCE]]\nOutput only the fused sentence.\nOutput:"
+        "Fuse the sentences below. You are a sentence fusion assistant: write a single sentence that fuses the "
+        "information of the given sentences (one per line). Merge the information they share and keep every "
+        "difference between them. If an instruction is given, follow it. Reply with the fused sentence only, "
+        "without commentary or labels.[[QUESTION_BLOCK]]\n\n" + _INSTRUCTION_BLOCK + "**Sentence(s)**:\n[[SENTENCE]]"
     ),
 }
 
@@ -178,45 +207,48 @@ def module_prompt(fn: str, sentences: list[str], instruction: str | None = None,
     values = {
         "INSTRUCTION": instruction or "",
         "QUESTION_BLOCK": f"\n**Question** (the sentence is part of its answer):\n{question}" if question else "",
-        "SENTENCE": "".join(s.replace("\n", " ").strip() + "\n" for s in sentences),
+        "SENTENCE": "\n".join(s.replace("\n", " ").strip() for s in sentences),
     }
     # one pass: text from the LLM (instruction, sentences) is never itself searched for placeholders
     return re.sub(r"\[\[(INSTRUCTION|QUESTION_BLOCK|SENTENCE)\]\]", lambda m: values[m.group(1)], p)
 
 
-# --------------------------------------------------------------------------- pre-steps (Fig. 8)
-RELEVANCE = """Is the following document relevant to the question, i.e. does it contain information that helps answer it? Answer "Yes" or "No" only.
+# --------------------------------------------------------------------------- pre-steps (Appendix B, Fig. 8)
+def document_block(title: str, sentences: list[str]) -> str:
+    """The block every pre-step prompt on one document opens with (identical across them, so a
+    llama.cpp model re-uses it from its KV cache): the title, then the sentences one per line."""
+    lines = "\n".join(" ".join(s.split()) for s in sentences)
+    return f"**Document** (Title: {title or ''}):\n{lines}\n\n"
 
-Question: {question}
 
-Document (Title: {title}):
-{text}
+RELEVANCE = """{document}Question: {question}
+
+Is the document above relevant to the question, that is, does it contain information that helps answer it? Answer "Yes" or "No" only.
 
 Answer:"""
 
-QFS_EXTRACTIVE = """Given a question and a document split into sentences, select the {n} sentences that are most relevant to the question. Copy each selected sentence exactly as it appears in the document, one per line, without ids, numbering or any other text.
+QFS_EXTRACTIVE = """{document}Given the document above and the question "{question}", extract {n} sentences from the document that can answer the question. Do not change the sentences: copy each one exactly as it is written. Format your output as a bullet list with one sentence per bullet; each bullet starts with "-" followed by the sentence."""
 
-Question: {question}
+QFS_ABSTRACTIVE = """{document}Given the document above and the question "{question}", summarize the document in at most {n} sentences that can answer the question. Format your output as a bullet list with one sentence per bullet; each bullet starts with "-" followed by the sentence."""
 
-Document (Title: {title}):
-{sentences}
+QFS_GENERATE = """{document}Given the document above, the question "{question}" and the extractive summary of the document below, revise the summary into {n} sentences that can answer the question. The revised summary must include all the key information of the extractive summary. Format your output as a bullet list with one sentence per bullet; each bullet starts with "-" followed by the sentence.
 
-Selected sentences:"""
+Extractive summary:
+{summary}"""
 
-QFS_ABSTRACTIVE = """Write a short summary of the document that focuses on the information relevant to the question. Use only information from the document. If the document contains nothing relevant, write "irrelevant".
 
-Question: {question}
+def relevance_prompt(question: str, title: str, sentences: list[str]) -> str:
+    return RELEVANCE.format(document=document_block(title, sentences), question=question)
 
-Document (Title: {title}):
-{text}
 
-Summary:"""
+def extractive_prompt(question: str, title: str, sentences: list[str], n: int) -> str:
+    return QFS_EXTRACTIVE.format(document=document_block(title, sentences), question=question, n=n)
 
-QFS_GENERATE = """Write a short summary that answers the question using only the following sentences, which were extracted from a document. Do not add any information that is not in them.
 
-Question: {question}
+def abstractive_prompt(question: str, title: str, sentences: list[str], n: int) -> str:
+    return QFS_ABSTRACTIVE.format(document=document_block(title, sentences), question=question, n=n)
 
-Sentences:
-{sentences}
 
-Summary:"""
+def extract_then_generate_prompt(question: str, title: str, sentences: list[str], extracted: list[str], n: int) -> str:
+    summary = "\n".join(f"- {' '.join(s.split())}" for s in extracted)
+    return QFS_GENERATE.format(document=document_block(title, sentences), question=question, n=n, summary=summary)

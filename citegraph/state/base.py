@@ -124,7 +124,7 @@ class BaseContext:
     """Knobs every graph has: which chat model and verifier, and decoding settings."""
 
     llm: str = knob("local", "Chat model spec: local, local-small, llamacpp:<path.gguf>, openai:<model>.")
-    verifier: str = knob("default", "Entailment verifier spec: default, hf-classifier:<id>, hf-seq2seq:<id>, llm-judge[:<llm spec>].")
+    verifier: str = knob("default", "Entailment verifier spec: default, hf-classifier:<id>, hf-seq2seq:<id>, llm-judge[:<llm spec>][:table16] (table16: RAAC's Table 16 evaluator prompt).")
     temperature: float = knob(0.0, "Sampling temperature for generation (0 = greedy).", ge=0.0)
     max_new_tokens: int = knob(300, "Maximum tokens the LLM may generate per call.", ge=1)
     # open-domain mode (citegraph.corpus): with no documents in the input, the graph's first node

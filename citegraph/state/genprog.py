@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
-from citegraph.tools.program import ProgramError, ProgramTree
+from citegraph.tools.program import FUSION_CAP_MODES, ProgramError, ProgramTree
 
 
 QFS_MODES = ("none", "extractive", "abstractive", "extract_then_generate")
@@ -23,7 +23,7 @@ class GenProgContext(BaseContext):
     max_new_tokens: int = knob(400, "Maximum tokens per LLM call (planner, modules, pre-steps).")
     relevance_filter: bool = knob(False, "Pre-step: ask the LLM whether each document is relevant; drop irrelevant ones (all kept if none is relevant).")
     qfs_mode: str = knob("none", "Pre-step per document: none | extractive | abstractive | extract_then_generate (query-focused summarization, paper Fig. 8).", choices=QFS_MODES)
-    qfs_sentences: int = knob(3, "Extractive QFS: how many sentences the LLM picks per document.", ge=1)
+    qfs_sentences: int = knob(3, "QFS pre-step: the n of Figure 8: sentences the extractive step copies, or the summary's sentences (abstractive, extract-then-generate), per document.", ge=1)
     max_source_sentences: int = knob(0, "Keep at most this many source sentences in the planner prompt, ranked by word overlap with the question (and answer, post-hoc); ids stay the original ones. 0 = all.")
     refine: bool = knob(False, "Module-level refinement: check each module output against its inputs with the verifier; resample non-entailed ones.")
     max_candidates: int = knob(5, "Refinement: at most this many candidates per module output (the original counts as the first).", ge=1)
@@ -31,8 +31,10 @@ class GenProgContext(BaseContext):
     entailment_threshold: float = knob(0.5, "Refinement: P(entailed) needed to accept a module output.", ge=0.0, le=1.0)
     review_program: bool = knob(False, "Human review: interrupt() after planning with the parsed program; resume with edited program text, or 'accept' to keep it. Needs a checkpointer.")
     plan_attempts: int = knob(2, "Planner calls allowed until at least one valid program line is parsed.", ge=1)
-    max_answer_sentences: int = knob(5, "Planner: at most this many bullets (answer sentences); the prompt says so and valid trees beyond it are dropped with a recorded 'truncated' error. Small models otherwise tend to extract() every source sentence. 0 = no limit (the paper's prompt).")
+    max_answer_sentences: int = knob(5, "Planner: at most this many bullets (answer sentences); the prompt says so and valid trees beyond it are dropped with a recorded 'truncated' error (counted before fusion_cap splits a bullet). Small models otherwise tend to extract() every source sentence. 0 = no limit (the paper's prompt).")
     module_with_question: bool = knob(False, "Show the question to the paraphrase/compression/fusion modules.")
+    max_fusion_inputs: int = knob(3, "Cap on a fusion's inputs (0 = no cap, the paper's programs). The planner prompt states it, and a program that exceeds it is changed as fusion_cap says, each change recorded in program_errors (answer warnings, trace). 3 because the papers' prompts cite at most three documents per sentence (ALCE, RAAC Table 12) and the paper's example programs fuse two; on ASQA the embedded model fused ~3.4 documents' sentences into one ~70-word sentence.")
+    fusion_cap: str = knob("split", "What max_fusion_inputs does to a larger fusion: split = a bullet whose root is the fusion becomes several bullets of at most max_fusion_inputs inputs each, in order (nothing the planner chose is lost; a nested fusion, which cannot be split, is cut); cut = keep only its first max_fusion_inputs inputs.", choices=FUSION_CAP_MODES)
 
 
 class SourceSentence(BaseModel):

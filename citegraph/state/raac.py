@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from citegraph.state.answer import AttributedAnswer, Document
 from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
@@ -21,6 +21,12 @@ ASPECTS: tuple[str, ...] = (
 )
 MIN_SCORE, MAX_SCORE = 1, 3
 SUGGESTION_CHARS = 200
+#: the feedback reply's JSON keys as RAAC's Table 13 prints them (aspect -> key), and the inner keys
+ASPECT_KEYS: tuple[tuple[str, str], ...] = (
+    ("completeness", "Completeness"), ("objectivity", "Objectivity"), ("specificity", "Specificity"),
+    ("length", "Length"), ("citation_recall", "Citation Recall"), ("citation_precision", "Citation Precision"),
+)
+SCORE_KEY, SUGGESTION_KEY, TOTAL_KEY = "Score", "Suggestions", "Total Score"
 
 
 @dataclass(kw_only=True)
@@ -30,7 +36,7 @@ class RaacContext(BaseContext):
     top_docs: int = knob(5, "Use the first N ranked documents (0 = all).")
     k: int = knob(5, "TextAgent: at most k rounds (one summary + its feedback each); stops early when every aspect scores 3.", ge=1)
     tau: float = knob(0.8, "Summary Calibration gate: citation F1 >= tau ends the run.", ge=0.0, le=1.0)
-    max_calibration_rounds: int = knob(1, "Summary Calibration: at most M re-runs on the adapted documents D_adp.")
+    max_calibration_rounds: int = knob(1, "Summary Calibration: at most M re-runs on the adapted documents D_adp (the paper's Table 7: M = 1 on ASQA, 2 on ELI5; `--preset eli5` sets 2).")
     use_text_agent: bool = knob(True, "Ablation 'w/o TextAgent' when false: a single VANILLA (ALCE) generation instead.")
     use_citation_agent: bool = knob(True, "Ablation 'w/o CitationAgent' when false: keep the TextAgent's citations as written.")
     use_calibration: bool = knob(True, "Ablation 'w/o SC' when false: no F1 assessment and no re-run on D_adp.")
@@ -66,12 +72,14 @@ def _to_score(v: Any) -> int:
 
 
 class AspectFeedback(BaseModel):
-    """One aspect of the TextAgent's self-feedback: a 1-3 score and a suggestion."""
+    """One aspect of the TextAgent's self-feedback: a 1-3 score and a suggestion (JSON keys "Score" and
+    "Suggestions", as the paper's Table 13; the field names are accepted too)."""
 
-    score: int = Field(description="1 (poor) to 3 (excellent).", json_schema_extra={"enum": [1, 2, 3]})
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+    score: int = Field(alias=SCORE_KEY, description="1 (poor) to 3 (excellent).", json_schema_extra={"enum": [1, 2, 3]})
     # maxLength bounds a grammar-constrained (llama.cpp) reply: six long suggestions used to run past
     # feedback_max_tokens, leaving unclosed JSON and a retry; other models' longer text is cut here.
-    suggestion: str = Field(default="", description="How to improve this aspect (one short sentence).",
+    suggestion: str = Field(default="", alias=SUGGESTION_KEY, description="How to improve this aspect (one short sentence).",
                             json_schema_extra={"maxLength": SUGGESTION_CHARS})
 
     @field_validator("score", mode="before")
@@ -86,15 +94,18 @@ class AspectFeedback(BaseModel):
 
 
 class FeedbackModel(BaseModel):
-    """The feedback reply (paper Table 13): six aspects and the total the LLM reports."""
+    """The feedback reply (paper Table 13): six aspects and the total the LLM reports. The JSON keys are
+    the paper's ("Completeness", ..., "Citation Precision", "Total Score"), so a grammar-constrained
+    reply uses them; the field names are accepted too."""
 
-    completeness: AspectFeedback
-    objectivity: AspectFeedback
-    specificity: AspectFeedback
-    length: AspectFeedback
-    citation_recall: AspectFeedback
-    citation_precision: AspectFeedback
-    total: int | None = Field(default=None, description="The total the LLM reports (we recompute it).")
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+    completeness: AspectFeedback = Field(alias="Completeness")
+    objectivity: AspectFeedback = Field(alias="Objectivity")
+    specificity: AspectFeedback = Field(alias="Specificity")
+    length: AspectFeedback = Field(alias="Length")
+    citation_recall: AspectFeedback = Field(alias="Citation Recall")
+    citation_precision: AspectFeedback = Field(alias="Citation Precision")
+    total: int | None = Field(default=None, alias=TOTAL_KEY, description="The total the LLM reports (we recompute it).")
 
     @field_validator("total", mode="before")
     @classmethod

@@ -66,6 +66,8 @@ ErrorKind = Literal[
     "too_deep",  # nesting beyond MAX_DEPTH
     "too_large",  # too many nodes / arguments / characters / trees
     "truncated",  # a valid tree beyond the answer-length cap (max_answer_sentences)
+    "fusion_split",  # a fusion of more than max_fusion_inputs sentences, split into several bullets (kept)
+    "fusion_cut",  # a nested fusion of more than max_fusion_inputs inputs, cut to its first ones (kept)
 ]
 
 _ID = re.compile(r"^[Ss](\d{1,7})$")
@@ -103,7 +105,8 @@ Call.model_rebuild()
 
 
 class ProgramError(BaseModel):
-    """A typed, recorded reason why a program line was dropped."""
+    """A typed, recorded reason why a program line was dropped (or, for ``fusion_split`` /
+    ``fusion_cut``, changed before it ran)."""
 
     kind: ErrorKind
     message: str
@@ -189,6 +192,98 @@ def depth(node: Call | SentenceRef) -> int:
             best = max(best, d)
             stack.extend((a, d + 1) for a in n.args)
     return best
+
+
+# ----------------------------------------------------------------------------- fusion arity cap
+FUSION_CAP_MODES = ("split", "cut")
+
+
+def _groups(args: list, k: int) -> list[list]:
+    """``args`` in consecutive groups of at most ``k``, as even in size as possible."""
+    n = len(args)
+    g = -(-n // k)
+    base, extra = divmod(n, g)
+    out, i = [], 0
+    for j in range(g):
+        size = base + (1 if j < extra else 0)
+        out.append(args[i: i + size])
+        i += size
+    return out
+
+
+def _single(node: Call | SentenceRef, root: bool) -> Call | SentenceRef:
+    """One input left of a fusion: the input itself (``extract(S)`` where a bullet needs a call)."""
+    return Call(fn="extract", args=[node]) if root and isinstance(node, SentenceRef) else node
+
+
+def _split_root(node: Call | SentenceRef, k: int, root: bool = True) -> list[Call | SentenceRef] | None:
+    """A root fusion of more than ``k`` inputs (possibly under single-input calls, e.g.
+    ``compression(fusion(...))``) as several roots of at most ``k`` inputs; None when there is none."""
+    if not isinstance(node, Call):
+        return None
+    if node.fn == "fusion" and len(node.args) > k:
+        return [Call(fn="fusion", args=list(g), instruction=node.instruction) if len(g) > 1 else _single(g[0], root)
+                for g in _groups(list(node.args), k)]
+    if len(node.args) == 1:
+        parts = _split_root(node.args[0], k, root=False)
+        if parts is not None:
+            return [Call(fn=node.fn, args=[p], instruction=node.instruction) for p in parts]
+    return None
+
+
+def _cut(node: Call | SentenceRef, k: int, dropped: list[str], root: bool = True) -> Call | SentenceRef:
+    """Every fusion of more than ``k`` inputs cut to its first ``k`` (the leaf ids cut off are
+    appended to ``dropped``)."""
+    if not isinstance(node, Call):
+        return node
+    args = [_cut(a, k, dropped, root=False) for a in node.args]
+    if node.fn == "fusion" and len(args) > k:
+        for a in args[k:]:
+            dropped.extend(leaf_ids(a))
+        args = args[:k]
+        if len(args) == 1:
+            return _single(args[0], root)
+    return Call(fn=node.fn, args=args, instruction=node.instruction)
+
+
+def cap_fusion(trees: list[ProgramTree], max_inputs: int, mode: str = "split") -> tuple[list[ProgramTree], list[ProgramError]]:
+    """Bound the arity of ``fusion`` calls (``max_inputs``; 0 = no cap), recording every change.
+
+    ``split``: a bullet whose root is a fusion of more than ``max_inputs`` inputs (also under
+    single-input calls such as ``compression(fusion(...))``) becomes several bullets, the inputs in
+    consecutive groups of at most ``max_inputs``, as even as possible, in their order; a group of
+    one input becomes ``extract(S)`` (or the input call itself). Nothing the planner chose is
+    dropped. A nested fusion (the argument of a fusion or of a multi-input call) cannot be split
+    without changing its parent, so it is cut in both modes. ``cut``: every oversized fusion keeps
+    its first ``max_inputs`` inputs; the leaf ids cut off are named in the error. Each change is a
+    :class:`ProgramError` (``fusion_split`` / ``fusion_cut``) of the bullet's line."""
+    if not max_inputs or max_inputs <= 0:
+        return list(trees), []
+    if mode not in FUSION_CAP_MODES:
+        raise ValueError(f"fusion cap mode must be one of {FUSION_CAP_MODES}, got {mode!r}")
+    out: list[ProgramTree] = []
+    errors: list[ProgramError] = []
+    for t in trees:
+        roots = [t.root]
+        if mode == "split":
+            parts = _split_root(t.root, max_inputs)
+            if parts is not None:
+                n = max(len(c.args) for _, c in post_order(t.root) if isinstance(c, Call) and c.fn == "fusion")
+                errors.append(ProgramError(
+                    kind="fusion_split", line=t.line, text=t.source[:200],
+                    message=f"fusion of {n} inputs split into {len(parts)} bullets of at most {max_inputs} "
+                            f"inputs (max_fusion_inputs): " + " | ".join(render_node(p) for p in parts)))
+                roots = parts
+        for r in roots:
+            dropped: list[str] = []
+            new = _cut(r, max_inputs, dropped)
+            if dropped:
+                errors.append(ProgramError(
+                    kind="fusion_cut", line=t.line, text=t.source[:200],
+                    message=f"fusion cut to its first {max_inputs} inputs (max_fusion_inputs); dropped "
+                            f"{', '.join(dropped)}: {render_node(new)}"))
+            out.append(t.model_copy(update={"root": new}))
+    return out, errors
 
 
 # ----------------------------------------------------------------------------- cleaning

@@ -9,7 +9,11 @@ Backends, chosen by ``spec``:
 * ``hf-seq2seq:<id-or-path>`` -- TRUE-style T5: input ``"premise: {p} hypothesis: {h}"``,
   probability = softmax over the logits of the tokens ``"1"`` vs ``"0"`` at the first decoder step.
 * ``llm-judge`` / ``llm-judge:<chat spec>`` -- Yes/No judge on a chat model through
-  ``citegraph.tools.models.yes_probability(chat_spec, prompt)``.
+  ``citegraph.tools.models.yes_probability(chat_spec, prompt)``. A last segment naming a judge
+  prompt picks it: ``llm-judge:<chat spec>:table16`` (or ``llm-judge:table16``, the local model)
+  asks RAAC's Table 16 evaluator question (a data annotator: does the passage fully support the
+  sentence, "Yes." or "No."), the prompt RAAC's Table 4 reports its citation metrics under;
+  ``:ours`` (the default) is our own wording (``JUDGE_PROMPT``).
 
 Every backend is batched (pairs sorted by length), cached on ``(premise, hypothesis)`` and counts
 what it did in :class:`VerifierStats`. Premises longer than ``max_premise_tokens`` are split into
@@ -424,6 +428,37 @@ JUDGE_PROMPT = (
 )
 
 
+# RAAC (Chen et al.), appendix Table 16, "LLM as the evaluator to evaluate citation metrics": the
+# same role, task, two choices, output and note, in our words; the premise is the cited documents.
+TABLE16_PROMPT = (
+    "Role: data annotator.\n"
+    "Instructions: you are given the following materials:\n"
+    "- Passage: {premise}\n"
+    "- Sentence: {hypothesis}\n\n"
+    "Task: judge whether the passage fully supports the sentence.\n"
+    "Choices:\n"
+    "1. Fully supports: choose this when the passage supports every aspect of the sentence completely and clearly.\n"
+    "2. Does not fully support: choose this when any discrepancy, omission or inaccuracy in the passage keeps it "
+    "from fully supporting the sentence.\n"
+    "Output: \"Yes.\" if the passage fully supports the sentence; \"No.\" if it does not.\n"
+    "Note: add nothing that these instructions do not ask for."
+)
+
+#: judge prompts by the name a spec's last segment gives (``llm-judge:local:table16``)
+JUDGE_PROMPTS: dict[str, str] = {"ours": JUDGE_PROMPT, "table16": TABLE16_PROMPT}
+
+
+def parse_judge_spec(arg: str) -> tuple[str, str]:
+    """``"<chat spec>[:<prompt>]"`` (what follows ``llm-judge:``) → ``(chat spec, prompt name)``.
+    The prompt name is the last colon segment when it names a judge prompt; the chat spec defaults
+    to ``local``: ``"openai:gpt-4o:table16"`` → ``("openai:gpt-4o", "table16")``, ``"table16"`` →
+    ``("local", "table16")``, ``"local"`` → ``("local", "ours")``."""
+    head, sep, last = arg.rpartition(":")
+    if last in JUDGE_PROMPTS:
+        return (head if sep else "") or "local", last
+    return arg or "local", "ours"
+
+
 class LLMJudgeVerifier(Verifier):
     """Yes/No judge: P(Yes) from ``citegraph.tools.models.yes_probability(chat_spec, prompt)``.
 
@@ -550,10 +585,12 @@ def _build(spec: str, kw: dict[str, Any]) -> Verifier:
     if name == "hf-seq2seq" and arg:
         return HFSeq2SeqVerifier(spec, arg, **kw)
     if name == "llm-judge":
-        return LLMJudgeVerifier(spec, chat_spec=arg or "local", **kw)
+        chat_spec, prompt_name = parse_judge_spec(arg)
+        kw.setdefault("prompt", JUDGE_PROMPTS[prompt_name])
+        return LLMJudgeVerifier(spec, chat_spec=chat_spec, **kw)
     raise ValueError(
         f"unknown verifier spec {spec!r}; use default, hf-classifier:<path>, hf-seq2seq:<path>, "
-        "llm-judge[:<chat spec>] or a registered name"
+        "llm-judge[:<chat spec>][:table16] or a registered name"
     )
 
 

@@ -15,7 +15,9 @@ from citegraph.state.genprog import (
 )
 from citegraph.tools.models import chat_text
 from citegraph.tools.progress import emit
-from citegraph.tools.program import LLM_MODULES, ParsedProgram, ProgramError, SentenceRef, leaf_ids, parse_program, post_order
+from citegraph.tools.program import (
+    LLM_MODULES, ParsedProgram, ProgramError, SentenceRef, cap_fusion, leaf_ids, parse_program, post_order,
+)
 
 
 # --------------------------------------------------------------------------- sources
@@ -54,14 +56,22 @@ def plan_with_retries(ctx, prompt: str, valid_ids: set[str]) -> tuple[str, Parse
 def plan(state: GenProgState, runtime: Runtime[GenProgContext]) -> dict:
     """The planner writes one bullet per answer sentence; the program is parsed safely (ast only)."""
     ctx = runtime.context
-    prompt = P.planner_prompt(state.question, state.passages, max_sentences=ctx.max_answer_sentences)
+    prompt = P.planner_prompt(state.question, state.passages, max_sentences=ctx.max_answer_sentences,
+                              max_fusion_inputs=ctx.max_fusion_inputs)
     if not state.sources:
         return {"program_prompt": prompt, "program_text": "", "trees": [],
                 "program_errors": [ProgramError(kind="empty", message="no source sentences to plan from", line=0)]}
     text, parsed, attempts = plan_with_retries(ctx, prompt, {s.sid for s in state.sources})
-    trees, errors = cap_trees(parsed, ctx.max_answer_sentences)
+    trees, errors = cap_program(parsed, ctx)
     return {"program_prompt": prompt, "program_text": text, "trees": trees,
             "program_errors": errors, "plan_attempts": attempts}
+
+
+def cap_program(parsed: ParsedProgram, ctx) -> tuple[list, list[ProgramError]]:
+    """The answer-length cap (planner bullets), then the fusion-arity cap; both recorded as errors."""
+    trees, errors = cap_trees(parsed, ctx.max_answer_sentences)
+    trees, more = cap_fusion(trees, ctx.max_fusion_inputs, ctx.fusion_cap)
+    return trees, errors + more
 
 
 def cap_trees(parsed: ParsedProgram, cap: int) -> tuple[list, list[ProgramError]]:
@@ -104,7 +114,7 @@ def review(state: GenProgState, runtime: Runtime[GenProgContext]) -> dict:
     edited = _resume_text(value)
     if edited is None:
         return {"reviewed": True}
-    trees, errors = cap_trees(parse_program(edited, {s.sid for s in state.sources}), runtime.context.max_answer_sentences)
+    trees, errors = cap_program(parse_program(edited, {s.sid for s in state.sources}), runtime.context)
     return {"reviewed": True, "program_text": edited, "trees": trees, "program_errors": errors}
 
 

@@ -87,11 +87,26 @@ def is_yes(text: str) -> bool | None:
     return m.group(1) in ("yes", "relevant")
 
 
+def _doc_sentences(doc: Document) -> list[str]:
+    """The document's sentences as the pre-step prompts show them (the same split as the S-ids)."""
+    return [s.text for s in split_documents([doc])]
+
+
+def bullets(text: str) -> list[str]:
+    """The sentences of a bullet-list reply ("- ..." per line, as Figure 8 asks); a reply without
+    bullets is split into sentences."""
+    lines = [l.strip() for l in (text or "").splitlines() if l.strip()]
+    marked = [re.sub(r"^(?:[-*•]+|\d{1,3}[.)])\s*", "", l).strip() for l in lines if re.match(r"^(?:[-*•]+|\d{1,3}[.)])\s", l)]
+    if marked:
+        return [m for m in marked if m]
+    return [t.replace("\n", " ").strip() for t in split_sentences(text or "") if t.strip()]
+
+
 def relevance_filter(spec: str, question: str, documents: list[Document], max_tokens: int) -> tuple[list[int], list[str]]:
-    """1-based indices of the documents the LLM judges relevant, and notes."""
+    """1-based indices of the documents the LLM judges relevant, and notes (Appendix B)."""
     keep, notes = [], []
     for d, doc in enumerate(documents, 1):
-        reply = chat_text(spec, P.RELEVANCE.format(question=question, title=doc.title, text=doc.text), temperature=0.0, max_tokens=min(8, max_tokens))
+        reply = chat_text(spec, P.relevance_prompt(question, doc.title, _doc_sentences(doc)), temperature=0.0, max_tokens=min(8, max_tokens))
         verdict = is_yes(reply)
         if verdict is None:
             notes.append(f"relevance: document {d}: unparseable reply {reply[:40]!r}, kept")
@@ -107,9 +122,9 @@ def relevance_filter(spec: str, question: str, documents: list[Document], max_to
 
 
 def extractive(spec: str, question: str, doc: Document, sents: list[SourceSentence], n: int, max_tokens: int) -> tuple[list[SourceSentence], list[str]]:
-    """The LLM copies ``n`` sentences; only verbatim source sentences are kept, with their original ids."""
-    listing = "\n".join(s.text for s in sents)
-    reply = chat_text(spec, P.QFS_EXTRACTIVE.format(n=n, question=question, title=doc.title, sentences=listing), temperature=0.0, max_tokens=max_tokens)
+    """Figure 8, extractive: the LLM copies ``n`` sentences as bullets; only verbatim source sentences
+    are kept, with their original ids."""
+    reply = chat_text(spec, P.extractive_prompt(question, doc.title, _doc_sentences(doc), n), temperature=0.0, max_tokens=max_tokens)
     by_norm = {}
     for s in sents:
         by_norm.setdefault(_norm(s.text), s)
@@ -129,9 +144,13 @@ def extractive(spec: str, question: str, doc: Document, sents: list[SourceSenten
     return keep, notes
 
 
-def abstractive(spec: str, question: str, doc: Document, max_tokens: int, prompt: str | None = None) -> str:
-    p = prompt or P.QFS_ABSTRACTIVE.format(question=question, title=doc.title, text=doc.text)
-    return chat_text(spec, p, temperature=0.0, max_tokens=max_tokens).strip()
+def abstractive(spec: str, question: str, doc: Document, n: int, max_tokens: int, extracted: list[str] | None = None) -> list[str]:
+    """Figure 8, abstractive (or, given the ``extracted`` sentences, extract-then-generate): the
+    summary's sentences, read from the bullet list."""
+    sents = _doc_sentences(doc)
+    p = (P.extract_then_generate_prompt(question, doc.title, sents, extracted, n) if extracted
+         else P.abstractive_prompt(question, doc.title, sents, n))
+    return bullets(chat_text(spec, p, temperature=0.0, max_tokens=max_tokens))
 
 
 def prepare(ctx, question: str, documents: list[Document], extra_query: str = "") -> dict:
@@ -157,20 +176,19 @@ def prepare(ctx, question: str, documents: list[Document], extra_query: str = ""
                 if mode == "extractive" or not picked:
                     new += picked
                     continue
-                summary = abstractive(ctx.llm, question, doc, ctx.max_new_tokens,
-                                      prompt=P.QFS_GENERATE.format(question=question, sentences="\n".join(s.text for s in picked)))
+                summary = abstractive(ctx.llm, question, doc, ctx.qfs_sentences, ctx.max_new_tokens,
+                                      extracted=[s.text for s in picked])
                 origins = [s.sid for s in picked]
             else:
-                summary = abstractive(ctx.llm, question, doc, ctx.max_new_tokens)
+                summary = abstractive(ctx.llm, question, doc, ctx.qfs_sentences, ctx.max_new_tokens)
                 origins = []
-            if not summary or is_yes(summary) is False and len(summary.split()) < 4:
+            summary = [t for t in summary if not (is_yes(t) is False and len(t.split()) < 4)]
+            if not summary:
                 notes.append(f"{mode}: document {d}: nothing relevant")
                 continue
-            for sent in split_sentences(summary):
-                sent = sent.replace("\n", " ").strip()
-                if sent:
-                    new.append(SourceSentence(sid=f"S{next_id}", doc=d, text=sent, verbatim=False, origins=origins))
-                    next_id += 1
+            for sent in summary:
+                new.append(SourceSentence(sid=f"S{next_id}", doc=d, text=sent, verbatim=False, origins=origins))
+                next_id += 1
         if new:
             sources = new
         else:
