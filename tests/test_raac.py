@@ -61,7 +61,9 @@ class Router:
         self.prompts[kind].append(str(messages[-1].content))
         seq = self.replies[kind]
         i = len(self.prompts[kind]) - 1
-        return seq[min(i, len(seq) - 1)] if seq else ""
+        if not seq:  # nothing scripted: a valid "nothing to add" (an empty reply is a model failure)
+            return '{"citations": []}' if kind == "add" else "No reply was scripted for this prompt."
+        return seq[min(i, len(seq) - 1)]
 
     def n(self, kind: str) -> int:
         return len(self.prompts[kind])
