@@ -194,3 +194,19 @@ def test_log_odds_sums_variants_and_scripted_judge(scripted):
     assert _log_odds(logits, [1, 2], [3]) == pytest.approx(math.log(4.0) - math.log(2.0))
     spec, _ = scripted(judge=0.8)
     assert yes_no_log_odds(spec, "Relevant?") == pytest.approx(math.log(0.8 / 0.2))
+
+
+def test_yes_no_judgements_are_counted_as_llm_calls(scripted):
+    # GINGER's pairwise ranker and the nugget assigner call yes_probability; SQuAI's judge calls
+    # yes_no_log_odds: both count one LLM call each against the active tracker (outside LangChain)
+    from citegraph.tools.models import yes_no_log_odds, yes_probability
+    from citegraph.tools.usage import UsageTracker
+
+    spec, _ = scripted(judge=0.7)
+    t = UsageTracker()
+    with t.active():
+        assert yes_probability(spec, "Is A better than B?") == pytest.approx(0.7)
+        yes_no_log_odds(spec, "Relevant?")
+    assert t.totals()["llm_calls"] == 2 and t.totals()["prompt_tokens"] == 6  # words, for a scripted model
+    yes_probability(spec, "No tracker active: nothing to count.")
+    assert t.totals()["llm_calls"] == 2

@@ -242,8 +242,12 @@ class LlamaCppChat(BaseChatModel):
         return logits, _yes_no_ids(llm), len(tokens)
 
     def yes_probability(self, messages: list[BaseMessage]) -> float:
-        logits, (yes, no), _ = self._next_token_logits(messages)
-        return _two_way(logits, yes, no)
+        return self.yes_probability_counted(messages)[0]
+
+    def yes_probability_counted(self, messages: list[BaseMessage]) -> tuple[float, int]:
+        """(P(Yes), prompt tokens)."""
+        logits, (yes, no), n = self._next_token_logits(messages)
+        return _two_way(logits, yes, no), n
 
     def yes_no_log_odds(self, messages: list[BaseMessage]) -> float:
         """log p(Yes) − log p(No) of the next token after the chat-templated prompt (same template
@@ -635,12 +639,22 @@ def yes_probability(spec: str, prompt: Messages, *, system: str | None = None) -
     """P(Yes) for a Yes/No question, from the model's next-token distribution.
 
     llama.cpp: last-token logits after evaluating the prompt; OpenAI-compatible servers: the
-    ``top_logprobs`` of a 1-token completion; scripted fakes: their ``judge``.
+    ``top_logprobs`` of a 1-token completion; scripted fakes: their ``judge``. Each judgement is
+    counted as one LLM call in the usage counters, as the log-odds judge's are (on an OpenAI server
+    LangChain's callbacks count it).
     """
     model = get_chat_model(spec)
     msgs = as_messages(prompt, system)
+    from citegraph.tools.usage import record_llm_call
+
+    if isinstance(model, LlamaCppChat):
+        value, n_tokens = model.yes_probability_counted(msgs)
+        record_llm_call(n_tokens, 1)
+        return float(value)
     if hasattr(model, "yes_probability"):
-        return float(model.yes_probability(msgs))
+        value = float(model.yes_probability(msgs))
+        record_llm_call(sum(len(str(m.content).split()) for m in msgs), 1)
+        return value
     bound = model.bind(logprobs=True, top_logprobs=20, max_completion_tokens=1, temperature=0)
     msg = _invoke(bound, msgs, expect_text=False)
     try:
