@@ -47,9 +47,10 @@ def test_raac_prompts_carry_the_papers_rules_criteria_and_keys():
     ref = P.refine_prompt("Who founded Alpha?", DOCS, "Alpha was founded by Ann [1].",
                           {a: 2 for a in ASPECTS}, {a: f"tip {a}" for a in ASPECTS})
     add = P.add_citation_prompt("Beta is a river.", [(2, DOCS[1]), (3, DOCS[2])])
-    # the paper's reference format, in the prompts and in the shared prefix
-    assert "[1]: Alpha<|>Alpha was founded in 1901 by Ann. It is based in Paris." in gen
-    assert "[2]: Beta<|>Beta is a river in Chile." in add and "[1]:" not in add
+    # ALCE's reference format (difference 5: the paper's "[id]: Title<|>Text" is copied by the 1.5B model)
+    assert "Document [1](Title: Alpha): Alpha was founded in 1901 by Ann. It is based in Paris." in gen
+    assert "Document [2](Title: Beta): Beta is a river in Chile." in add and "Document [1]" not in add
+    assert "<|>" not in gen + add
     # Table 12: at most three citations, original wording, neutral tone, the citation example
     assert "at least one reference and at most three" in gen and "cite no more than three" in gen
     assert "news report or an encyclopedia" in gen and "original wording" in gen

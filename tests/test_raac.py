@@ -271,6 +271,17 @@ def test_looping_reply_is_cut_to_its_first_copy(five_docs, scripted):
     # a citation after the period does not make the sentence unfinished
     trailing = "Alpha was founded in 1901 [1]. Beta is a river. [2][3]"
     assert clean_summary(trailing, truncated=True) == trailing
+    # a phrase loop inside a sentence (seen on ASQA with the paper's reference format) keeps one copy
+    notes = []
+    assert clean_summary("Bican scored 805 goals [2]. Josef Bican " + "Josef Bican " * 40 + "Jos", truncated=True,
+                         notes=notes) == "Bican scored 805 goals [2]."
+    assert notes[0].startswith("cut a loop repeating 'Josef Bican'")
+    assert clean_summary("He was very very good [1].") == "He was very very good [1]."  # twice is no loop
+    # a reference header copied from the prompt is stripped, in either format
+    for echo in ("[1]: Argentina football<|>", "Document [1](Title: Argentina football): "):
+        notes = []
+        assert clean_summary(echo + "Bican scored 805 goals [2].", notes=notes) == "Bican scored 805 goals [2]."
+        assert notes[0].startswith("stripped a reference header")
 
     # in the graph: the refine reply is cut at max_new_tokens (its JSON repaired), so its
     # unfinished tail goes, and the trace says why
@@ -449,7 +460,7 @@ def test_discovery_rejects_out_of_range_and_non_candidate_ids(five_docs, scripte
     assert d.verified is True and d.kept == [2]
     assert st["answer"].sentences[0].citations == [2]
     # the AddCitation prompt shows only the candidates
-    assert "[2]: Beta<|>" in r.prompts["add"][0] and "[6]:" not in r.prompts["add"][0]
+    assert "Document [2](Title: Beta)" in r.prompts["add"][0] and "Document [6]" not in r.prompts["add"][0]
 
 
 def test_discovery_verification_flag(five_docs, scripted):
@@ -545,7 +556,7 @@ def test_gate_accept_maps_dadp_citations_to_original_ids(five_docs, scripted, mo
     st = trace(r, five_docs, scripted, tau=0.8, max_calibration_rounds=1)
     assert r.n("gen") == 2
     p1 = r.prompts["gen"][1]
-    assert "[1]: Beta<|>" in p1 and "[2]: Delta<|>" in p1 and "[3]: Epsilon<|>" in p1
+    assert "Document [1](Title: Beta)" in p1 and "Document [2](Title: Delta)" in p1 and "Document [3](Title: Epsilon)" in p1
     assert "Alpha" not in p1 and "Gamma" not in p1
     assert [c.decision for c in st["calibrations"]] == ["initial", "accept"]
     assert st["calibrations"][1].documents == [2, 4, 5]

@@ -32,7 +32,7 @@ Deliberate differences, and why:
 
 1. Order. The paper puts the instructions first and the question and documents after them. Ours
    open generate, feedback and refine with the same block -- the paper's reference-format note,
-   the documents as ``[id]: Title<|>Text`` (the paper's format), then the question -- and name the
+   the documents (in ALCE's format, difference 5), then the question -- and name the
    step's task only after it, with a distinctive ``### Task: ...`` line (logs and scripted test
    models tell the steps apart by it). A local llama.cpp model re-uses the KV cache of the longest
    common prefix, so within one question the ~700-token document block is read once instead of
@@ -46,6 +46,12 @@ Deliberate differences, and why:
    paper's reply is read for; ids outside the candidates are rejected in the node.
 4. Feedback suggestions are bounded (``SUGGESTION_CHARS``) and their number of reply tokens by
    ``feedback_max_tokens``, so a grammar-constrained reply always closes its JSON.
+5. Reference format. The paper writes each document as ``[id]: Title<|>Text``; ours uses ALCE's
+   ``Document [id](Title: title): text`` (the vanilla baseline's format). Measured on ASQA dev item 0
+   with the embedded 1.5B model (commit 33258bf): given the paper's format, the model began its
+   summary by copying the first reference ("[1]: Argentina-Brazil football rivalry<|>Josef Bican
+   ..."), and the refine rounds looped on "Josef Bican"; with ALCE's format it wrote a summary.
+   ``clean_summary`` also strips such an echoed reference header, should a model still write one.
 """
 
 from __future__ import annotations
@@ -75,8 +81,8 @@ ASPECT_RUBRIC = {
 }
 
 REFERENCE_FORMAT = (
-    "Reference format: each reference is written as [id]: Title<|>Text, where \"id\" identifies the reference, "
-    "\"Title\" is its title and \"Text\" is its body."
+    "Reference format: each reference is written as Document [id](Title: title): text, where \"id\" identifies "
+    "the reference, \"title\" is its title and \"text\" is its body."
 )
 
 CITATION_EXAMPLE = "He scored 805 goals in official matches[5]."
@@ -90,14 +96,15 @@ def _clip_words(text: str, max_words: int | None) -> str:
 
 
 def format_reference(i: int, doc: Document, max_words: int | None = None) -> str:
-    """One reference in the paper's ``[id]: Title<|>Text`` format (newlines in the text flattened)."""
+    """One reference as ``Document [id](Title: title): text`` (ALCE's format, not the paper's
+    ``[id]: Title<|>Text``: see difference 5 in the module docstring; newlines flattened)."""
     text = " ".join(_clip_words(doc.text, max_words).split())
     title = " ".join((doc.title or "").split())
-    return f"[{i}]: {title}<|>{text}"
+    return f"Document [{i}](Title: {title}): {text}"
 
 
 def format_documents(documents: list[Document], max_words: int | None = None) -> str:
-    """The documents as ``[id]: Title<|>Text`` lines, ids 1-based."""
+    """The documents as ``Document [id](Title: title): text`` lines, ids 1-based."""
     return "\n".join(format_reference(i, d, max_words) for i, d in enumerate(documents, 1))
 
 

@@ -28,6 +28,11 @@ _LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised\s+summary|summary|answer|revised)(
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.S)
 _CITE = re.compile(r"\[\d+")
 _ENDED = re.compile(r"[.!?][\"')\]]*$")  # a finished sentence (closing quotes/brackets allowed)
+#: a reference header copied from the prompt: "[1]: Title<|>" (the paper's format) or "Document [1](Title: t):"
+_ECHOED_REF = re.compile(r"^\s*:?\s*(?:\[\d+\]\s*:[^\n]*?<\|>|Document\s*\[\d+\]\s*\(Title:[^)\n]*\)\s*:)\s*")
+#: a phrase (up to 80 characters, within one sentence) written 4 or more times in a row ("Josef Bican Josef
+#: Bican ..."); whole sentences that repeat are :func:`drop_repeats`' job
+_PHRASE_LOOP = re.compile(r"(?<!\S)([^\s.!?](?:[^\n.!?]{0,78}?[^\s.!?])?)(?:\s+\1){3,}(?!\S)")
 
 
 def clean_summary(text: str, truncated: bool = False, notes: list[str] | None = None) -> str:
@@ -49,6 +54,12 @@ def clean_summary(text: str, truncated: bool = False, notes: list[str] | None = 
         except json.JSONDecodeError:
             pass
     t = _LABEL.sub("", t, count=1).strip()
+    echoed = _ECHOED_REF.match(t)
+    if echoed and echoed.end() < len(t):
+        if notes is not None:
+            notes.append(f"stripped a reference header copied from the prompt: {echoed.group(0).strip()[:80]!r}")
+        t = t[echoed.end():].strip()
+    t = _cut_phrase_loops(t, notes)
     lines = t.splitlines()
     # chatty wrappers: "Here is the revised summary:" before, "Note: ..." after (no citations in them)
     if len(lines) > 1 and lines[0].rstrip().endswith(":") and not _CITE.search(lines[0]):
@@ -60,6 +71,18 @@ def clean_summary(text: str, truncated: bool = False, notes: list[str] | None = 
     if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
         t = t[1:-1].strip()
     return drop_repeats(t, truncated, notes)
+
+
+def _cut_phrase_loops(text: str, notes: list[str] | None = None) -> str:
+    """A phrase written four or more times in a row is a decoding loop (a 1.5B model without a repeat
+    penalty writes "Josef Bican Josef Bican ..." until max_tokens): keep one copy and drop the rest
+    of the reply from there, since what follows a loop is more loop."""
+    m = _PHRASE_LOOP.search(text)
+    if not m:
+        return text
+    if notes is not None:
+        notes.append(f"cut a loop repeating {m.group(1)[:40]!r} after {len(text[:m.start()].split())} words")
+    return text[: m.start() + len(m.group(1))].rstrip()
 
 
 def drop_repeats(text: str, truncated: bool = False, notes: list[str] | None = None) -> str:
