@@ -128,3 +128,68 @@ def test_a_report_without_failures_has_no_item_table(tmp_path, scripted, countin
     report = (out / "report.md").read_text()
     assert res["common"] == ["q0", "q1"] and "(the common items)\n" in report
     assert "missing (not finished)" not in report and "not a comparison" not in report
+
+
+class _Stopping(KeywordVerifier):
+    """Scores like KeywordVerifier until ``stop_after`` batches, then stops the run (a killed judge)."""
+
+    def __init__(self, spec: str, stop_after: int | None = None, **kw):
+        super().__init__(spec=spec, cache=False, **kw)
+        self.stop_after = stop_after
+
+    def _score_uncached(self, pairs):
+        if self.stop_after is not None and len(self.calls) >= self.stop_after:
+            raise KeyboardInterrupt("judge stopped")
+        return super()._score_uncached(pairs)
+
+
+class _Contrary(KeywordVerifier):
+    """Entails exactly what KeywordVerifier does not: a second opinion that must show up in its own table."""
+
+    def _score_uncached(self, pairs):
+        return [1.0 - p for p in super()._score_uncached(pairs)]
+
+
+def test_score_verifier_gets_its_own_table_and_keeps_what_it_scored_when_stopped(tmp_path, scripted, counting_verifier, capsys):
+    spec, _ = scripted(bench_script)
+    out = tmp_path / "bench"
+    data = asqa(tmp_path)
+    # a judge that stops while scoring the second item: the first item's scores are on disk
+    judge = _Stopping("stub:judge", stop_after=1)
+    register_verifier("stub:judge", judge)
+    with pytest.raises(KeyboardInterrupt):
+        run_bench(["vanilla"], data, out, llm=spec, verifier="stub:count", score_verifiers=["stub:judge"])
+    part = json.loads((out / "raw" / "vanilla.score.stub_judge.json").read_text())
+    assert part["incomplete"] == "1 of 3 item(s) scored" and [s["id"] for s in part["items"]] == ["q0"]
+    assert part["verifier"] == "stub:judge" and len(part["item_keys"]) == 1
+
+    # resumed: the judge scores only the two items it had not; the main verifier nothing again
+    judge.stop_after = None
+    before, main_pairs = len(judge.calls), pairs(counting_verifier)
+    res = run_bench(["vanilla"], data, out, llm=spec, verifier="stub:count", score_verifiers=["stub:judge"])
+    x = res["extra_scores"]["stub:judge"]["vanilla"]
+    assert (x["scored"], x["reused"]) == (2, 1) and len(judge.calls) - before == 2  # one write per item
+    assert pairs(counting_verifier) == main_pairs
+    full = json.loads((out / "raw" / "vanilla.score.stub_judge.json").read_text())
+    assert "incomplete" not in full and [s["id"] for s in full["items"]] == ["q0", "q1", "q2"]
+
+    # a contrary judge: its table differs from the main one, and only in the verifier's columns
+    register_verifier("stub:contrary", _Contrary(spec="stub:contrary", cache=False))
+    res = run_bench(["vanilla"], data, out, llm=spec, verifier="stub:count", score_verifiers=["stub:contrary"])
+    main_f1 = res["scores"]["vanilla"]["summary"]["citation_f1"]
+    other = res["extra_scores"]["stub:contrary"]["vanilla"]["summary"]
+    assert main_f1 is not None and other["citation_f1"] != main_f1
+    assert other["str_em"] == res["scores"]["vanilla"]["summary"]["str_em"]
+    report = (out / "report.md").read_text()
+    assert "Scored by `stub:contrary` as well" in report
+    table = res["extra_tables"]["stub:contrary"]
+    assert "Cit. F1" in table and "STR-EM" not in table and "Tokens" not in table
+    assert json.loads((out / "summary.stub_contrary.json").read_text())["vanilla"]["citation_f1"] == other["citation_f1"]
+
+    # the CLI: repeated flags, a judge named twice is one line and exit 2, before any work
+    assert main(["bench", "--methods", "vanilla", "--data", str(data), "--out", str(out), "--llm", spec,
+                 "--verifier", "stub:count", "--score-verifier", "stub:contrary"]) == 0
+    assert "scored by stub:contrary:" in capsys.readouterr().out
+    assert main(["bench", "--methods", "vanilla", "--data", str(data), "--out", str(out), "--llm", spec,
+                 "--verifier", "stub:count", "--score-verifier", "stub:count"]) == 2
+    assert "names a verifier twice" in capsys.readouterr().err

@@ -29,10 +29,13 @@ def cmd_bench(args) -> int:
         args.methods.split(","), args.data, args.out, limit=args.limit, llm=args.llm, verifier=args.verifier,
         overrides=parse_set(args.set), preset=args.preset, dataset=args.dataset, concurrency=args.concurrency,
         overwrite=args.overwrite, progress=progress, on_error=on_error, answer_field=args.answer_field, checkpoint=args.checkpoint,
+        score_verifiers=args.score_verifier or (),
         on_method=lambda m, r: console.print(f"scored {m}: {r['scored']} item(s) scored, {r['reused']} from the "
                                              f"previous scores -> {r['written']}", markup=False),
     )
     print(res["table"])
+    for spec, table in res["extra_tables"].items():
+        print(f"\nscored by {spec}:\n{table}")
     console.print(f"report: {res['report']} (summary.json, citation_f1_vs_tokens.png, raw/ in "
                   f"{os.path.dirname(res['report']) or '.'})", markup=False)
     failed = sum(r.get("failed", 0) for r in res["runs"].values())
@@ -49,6 +52,10 @@ def register(subparsers) -> None:
     p.add_argument("--out", default="bench", help="report folder (default: ./bench)")
     p.add_argument("--llm", help="chat model spec for every method (default: each Context's, 'local')")
     p.add_argument("--verifier", help="verifier spec for the methods and the scoring (default: default)")
+    p.add_argument("--score-verifier", action="append", metavar="SPEC",
+                   help="also score the outputs with this verifier, reported in a table of its own and saved item by "
+                        "item (repeatable; e.g. llm-judge:local:table16, RAAC's Table 16 evaluator); the methods still "
+                        "run with --verifier")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a Context knob in every method that has it (repeatable)")
     add_preset_arg(p)

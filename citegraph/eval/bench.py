@@ -3,6 +3,7 @@ and write a report folder.
 
     <out>/raw/<method>.json          outputs (ALCE-compatible, resumable through run_dataset)
     <out>/raw/<method>.score.json    per-item scores
+    <out>/raw/<method>.score.<verifier>.json   per-item scores by each --score-verifier (written as it goes)
     <out>/report.md                  quality and cost per method: mean [95% bootstrap interval]
     <out>/summary.json               method → metric → mean (for scripts)
     <out>/citation_f1_vs_tokens.png  ALCE citation F1 against LLM tokens per question
@@ -35,6 +36,15 @@ QUALITY_COLUMNS = [
 COST_COLUMNS = [
     ("llm_calls", "LLM calls"), ("tokens", "Tokens"), ("verifier_pairs", "Verifier pairs"), ("seconds", "Seconds"),
 ]
+#: the columns a second verifier changes (the rest of a row does not depend on the verifier)
+VERIFIER_COLUMNS = {"citation_rec", "citation_prec", "citation_f1", "raac_f1", "claims_nli"}
+#: items per score-file write when scoring with an extra verifier (an LLM judge takes minutes per item)
+EXTRA_SAVE_EVERY = 1
+
+
+def verifier_slug(spec: str) -> str:
+    """A file-name-safe form of a verifier spec: ``llm-judge:local:table16`` → ``llm-judge_local_table16``."""
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", spec).strip("_") or "verifier"
 
 
 def method_context(method: str, *, llm: str | None, verifier: str | None, overrides: dict[str, Any]):
@@ -80,12 +90,12 @@ def _cell(mean: float | None, ci: Sequence[float] | None, digits: int = 1) -> st
     return s
 
 
-def markdown_table(scores: dict[str, dict]) -> str:
-    """Rows: methods; columns: quality then cost metrics present in any method."""
+def markdown_table(scores: dict[str, dict], only: set[str] | None = None) -> str:
+    """Rows: methods; columns: quality then cost metrics present in any method (``only``: these keys)."""
     present = set()
     for res in scores.values():
         present |= {k for k, v in res["summary"].items() if v is not None}
-    cols = [(k, h) for k, h in QUALITY_COLUMNS + COST_COLUMNS if k in present]
+    cols = [(k, h) for k, h in QUALITY_COLUMNS + COST_COLUMNS if k in present and (only is None or k in only)]
     lines = ["| Method | N | " + " | ".join(h for _, h in cols) + " |",
              "|---|---|" + "---|" * len(cols)]
     for method, res in scores.items():
@@ -202,8 +212,13 @@ def run_bench(
     on_error: Callable[[str, Any, BaseException], None] | None = None,
     answer_field: str | None = None,
     checkpoint: str | None = None,
+    score_verifiers: Sequence[str] = (),
 ) -> dict:
     """Run, score and report. Returns ``{"scores": {method: score result}, "runs": {...}, "report": path}``.
+
+    ``score_verifiers``: more verifiers that score the same outputs (not used by the methods), each
+    reported in a table of its own (the citation and claim columns) and written item by item to
+    ``raw/<method>.score.<verifier>.json``, so a stopped bench keeps what an LLM judge scored.
 
     ``preset`` (``citegraph.graphs.presets``) gives each method its per-dataset settings first;
     ``overrides`` (``--set``) and a variant's own settings are applied after it and win."""
@@ -245,6 +260,11 @@ def run_bench(
     from citegraph.nodes.metrics import resolve_verifier
 
     resolve_verifier(verifier or "default")  # fail fast, before any generation
+    extra = [v.strip() for v in score_verifiers if v and v.strip()]
+    if len(set(extra)) != len(extra) or (verifier or "default") in extra:
+        raise InputError("--score-verifier names a verifier twice (or the run's own --verifier)")
+    for spec in extra:
+        resolve_verifier(spec)
     if checkpoint:
         from citegraph.tools.checkpoints import open_checkpointer
 
@@ -255,6 +275,7 @@ def run_bench(
 
     runs: dict[str, dict] = {}
     scores: dict[str, dict] = {}
+    extra_scores: dict[str, dict[str, dict]] = {spec: {} for spec in extra}
     for m in methods:
         raw = out / "raw" / f"{m}.json"
         t0 = time.perf_counter()
@@ -276,6 +297,12 @@ def run_bench(
                                        reuse=True)
         if on_method:
             on_method(m, scores[m])
+        for spec in extra:
+            extra_scores[spec][m] = scoring.score_file(
+                raw, verifier=spec, dataset=dataset, only_ids={it.id for it in items}, reuse=True,
+                output=out / "raw" / f"{m}.score.{verifier_slug(spec)}.json", save_every=EXTRA_SAVE_EVERY)
+            if on_method:
+                on_method(m, extra_scores[spec][m])
 
     counts, common = item_counts(methods, [it.id for it in items], scores, runs)
     compared = {m: on_items(res, common) for m, res in scores.items()}
@@ -283,6 +310,12 @@ def run_bench(
     summary = {m: {**res["summary"], **{f"n_{k}": float(v) for k, v in counts[m].items()}}
                for m, res in compared.items()}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    extra_tables: dict[str, str] = {}
+    for spec, by_method in extra_scores.items():
+        done = {m: on_items(res, common) for m, res in by_method.items()}
+        extra_tables[spec] = markdown_table(done, only=VERIFIER_COLUMNS)
+        (out / f"summary.{verifier_slug(spec)}.json").write_text(
+            json.dumps({m: res["summary"] for m, res in done.items()}, indent=1))
     if compared:
         plot(compared, out / "citation_f1_vs_tokens.png")
     ds = next(iter(scores.values()))["dataset"] if scores else (dataset or "?")
@@ -311,6 +344,9 @@ def run_bench(
         table,
         "",
         *item_lines(counts, scores, common),
+        *[line for spec, t in extra_tables.items() for line in (
+            f"Scored by `{spec}` as well (the same outputs and items; only the columns a verifier decides):",
+            "", t, "")],
         "![citation F1 vs tokens](citation_f1_vs_tokens.png)",
         "",
         "Raw outputs and per-item scores: `raw/<method>.json`, `raw/<method>.score.json`.",
@@ -320,4 +356,4 @@ def run_bench(
                    + ", ".join(f"{m}: {n}" for m, n in failed.items())]
     (out / "report.md").write_text("\n".join(report) + "\n")
     return {"scores": scores, "runs": runs, "report": str(out / "report.md"), "table": table, "common": common,
-            "counts": counts}
+            "counts": counts, "extra_scores": extra_scores, "extra_tables": extra_tables}

@@ -373,6 +373,7 @@ def score_file(
     only_ids: set[str] | None = None,
     alce: bool = False,
     reuse: bool = False,
+    save_every: int | None = None,
 ) -> dict:
     """Score an output file and write ``<name>.score.json`` next to it (or to ``output``).
 
@@ -381,7 +382,10 @@ def score_file(
     items as the other methods). ``alce``: ALCE's eval.py item by item, and its corpus ROUGE-Lsum
     (bootstrap median) in the summary. ``reuse``: an item whose :func:`score_key` is in the score
     file already there keeps its scores from it; only new or changed items are scored (``bench``,
-    so a resumed bench scores each finished item once). The result counts ``scored`` and ``reused``."""
+    so a resumed bench scores each finished item once). The result counts ``scored`` and ``reused``.
+    ``save_every``: score the new items in groups of this many and write the score file after each
+    group, so a slow verifier (an LLM judge: minutes per item) that is stopped keeps what it scored;
+    with ``reuse`` a re-run then scores only the rest."""
     args, records = read_output_file(path)
     if only_ids is not None:
         records = [r for r in records if (r.get("citegraph") or {}).get("item_id") in only_ids]
@@ -398,32 +402,45 @@ def score_file(
     prev = _previous_scores(out) if reuse else {}
     todo = [i for i, k in enumerate(keys) if k not in prev]
     fresh: dict[int, dict] = {}
+
+    def write() -> dict:
+        # the items scored so far, in file order (all of them once every group is done)
+        ready = [i for i, k in enumerate(keys) if i in fresh or k in prev]
+        items = [fresh[i] if i in fresh else {**prev[keys[i]], "id": item_id(records[i], i + 1)} for i in ready]
+        summary = summarize(items)
+        if alce and summary.get("rougeLsum") is not None:
+            summary["rougeLsum"] = 100 * M.alce_rouge_aggregate([s["rougeLsum"] / 100 for s in items
+                                                                 if isinstance(s.get("rougeLsum"), (int, float))])
+        result = {
+            "input": str(path),
+            "method": args.get("method"),
+            "dataset": dataset or "generic",  # (no record selected)
+            "verifier": verifier,
+            "settings": settings,
+            "summary": summary,
+            "ci95": {k: list(v) for k, v in bootstrap(items).items()},
+            "items": items,
+            "item_keys": [keys[i] for i in ready],  # score_key of each item: what a later run with reuse compares
+        }
+        if len(ready) < len(keys):
+            result["incomplete"] = f"{len(ready)} of {len(keys)} item(s) scored"
+        out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+        return result
+
     if todo:
         M.resolve_verifier(verifier)  # fail fast on a bad spec / missing weights
-        dataset, scored = score_records([records[i] for i in todo], verifier=verifier, dataset=dataset,
-                                        cut_newline=cut_newline, attach_trailing=attach_trailing,
-                                        at_most_citations=at_most_citations, alce=alce)
-        for i, s in zip(todo, scored):
-            s["id"] = item_id(records[i], i + 1)  # its position in the whole file, not in the re-scored part
-            fresh[i] = s
-    dataset = dataset or "generic"  # (no record selected)
-    items = [fresh[i] if i in fresh else {**prev[k], "id": item_id(records[i], i + 1)} for i, k in enumerate(keys)]
-    summary = summarize(items)
-    if alce and summary.get("rougeLsum") is not None:
-        summary["rougeLsum"] = 100 * M.alce_rouge_aggregate([s["rougeLsum"] / 100 for s in items
-                                                             if isinstance(s.get("rougeLsum"), (int, float))])
-    result = {
-        "input": str(path),
-        "method": args.get("method"),
-        "dataset": dataset,
-        "verifier": verifier,
-        "settings": settings,
-        "summary": summary,
-        "ci95": {k: list(v) for k, v in bootstrap(items).items()},
-        "items": items,
-        "item_keys": keys,  # score_key of each item, in order: what a later run with reuse compares
-    }
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+        step = max(1, int(save_every)) if save_every else len(todo)
+        for start in range(0, len(todo), step):
+            group = todo[start: start + step]
+            dataset, scored = score_records([records[i] for i in group], verifier=verifier, dataset=dataset,
+                                            cut_newline=cut_newline, attach_trailing=attach_trailing,
+                                            at_most_citations=at_most_citations, alce=alce)
+            for i, s in zip(group, scored):
+                s["id"] = item_id(records[i], i + 1)  # its position in the whole file, not in the re-scored part
+                fresh[i] = s
+            if start + step < len(todo):
+                write()
+    result = write()
     result.update(written=str(out), scored=len(todo), reused=len(records) - len(todo))
     return result
 
