@@ -7,6 +7,11 @@ Every fault is served on every call by a loopback fake server (``tests/fake_open
 first request to the process' exit (interpreter start-up and model resolution excluded).
 
     python benchmarks/bench_faults.py --items 3 --timeout 5
+    python benchmarks/bench_faults.py --items 3 --timeout 5 --only "HTML with status" --only "invalid JSON"
+
+For each fault, stderr also gives the run's CPU seconds, the 1-minute load average when it ended and the
+gaps between its requests (the policy's waits: a retry 0.25-0.5 s, then 0.5-1 s, ~0 s to the next
+item), so a row slowed by other processes on the machine can be told from one the policy made slow.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -61,6 +67,8 @@ def main(argv=None) -> int:
     ap.add_argument("--items", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=5.0, help="--timeout for the run (the hang lasts 3x this)")
     ap.add_argument("--method", default="vanilla")
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="run only the faults whose name contains TEXT (repeatable; default: all)")
     args = ap.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="citegraph-faults-"))
@@ -71,6 +79,8 @@ def main(argv=None) -> int:
                   {"title": "Beta", "text": "Beta is a river in Chile."}]} for i in range(args.items)]))
     rows = []
     for name, raw in faults(args.timeout).items():
+        if args.only and not any(t.lower() in name.lower() for t in args.only):
+            continue
         stamps: list[float] = []
 
         def reply(body, raw=raw):
@@ -78,12 +88,14 @@ def main(argv=None) -> int:
             return raw
 
         out = tmp / f"out{len(rows)}.json"
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         with FakeOpenAI(reply) as srv:
             env = {**os.environ, "OPENAI_BASE_URL": srv.url, "OPENAI_API_KEY": "k", "PYTHONPATH": str(REPO)}
             p = subprocess.run([sys.executable, "-m", "citegraph.cli", "run", args.method, "-i", str(data), "-o", str(out),
                                 "--llm", "openai:m", "--verifier", "default", "--timeout", str(args.timeout)],
                                env=env, capture_output=True, text=True, cwd=REPO)
             end = time.perf_counter()
+            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             n_requests = len(srv.requests)
         errors = [l for l in p.stderr.splitlines() if "failed:" in l or "model error:" in l]
         traceback = "Traceback" in p.stderr
@@ -96,7 +108,11 @@ def main(argv=None) -> int:
             behaviour = f"{len(errors)} item(s) fail: " + (errors[0].split("ModelReplyError: ", 1)[-1].split(": ", 1)[-1][:90] if errors else "?")
         secs = (end - stamps[0]) if stamps else float("nan")
         rows.append((name, behaviour + (" + TRACEBACK" if traceback else ""), p.returncode, n_requests, secs))
-        print(f"{name}: exit {p.returncode}, {n_requests} requests, {secs:.1f} s", file=sys.stderr, flush=True)
+        gaps = " ".join(f"{b - a:.2f}" for a, b in zip(stamps, stamps[1:]))
+        cpu = cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime
+        print(f"{name}: exit {p.returncode}, {n_requests} requests, {secs:.1f} s; the run's CPU {cpu:.1f} s, "
+              f"load {os.getloadavg()[0]:.1f}; gaps between requests (s): {gaps or '-'}",
+              file=sys.stderr, flush=True)
 
     print(f"\n`citegraph run {args.method}` on {args.items} items, default policy (2 retries), --timeout {args.timeout:g}\n")
     print("| fault (every call) | behaviour | exit | requests | time to fail (s) |")

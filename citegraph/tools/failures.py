@@ -16,8 +16,8 @@ connection refused, timeout (``timeout`` per call)        yes        the run sto
 missing model file
 ========================================================  =========  ==============================
 
-"Retried" means ``retries`` more attempts (default 2), waiting the server's ``Retry-After`` (capped
-at ``max_wait``) or else an exponential, jittered backoff. The item-level failures raise
+"Retried" means ``retries`` more attempts (default 2), waiting the ``Retry-After`` of an error reply
+(capped at ``max_wait``) or else an exponential, jittered backoff. The item-level failures raise
 :class:`~citegraph.errors.ModelReplyError`; the run-level ones :class:`~citegraph.errors.ModelError`
 (``EndpointUnreachable`` for the unreachable endpoint). A reply longer than ``max_reply_chars`` (or
 32 characters per requested token) is cut there and treated as cut at ``max_tokens``. The embedded
@@ -189,8 +189,15 @@ def _status_message(exc: Any) -> str:
 
 
 def retry_after(exc: BaseException) -> float | None:
-    """Seconds the server asked to wait (``retry-after-ms``, ``retry-after`` seconds or HTTP date)."""
-    headers = getattr(getattr(exc, "response", None), "headers", None)
+    """Seconds the server asked to wait (``retry-after-ms``, ``retry-after`` seconds or HTTP date),
+    read from an error reply only: langchain-openai attaches the HTTP response to a parse error of a
+    200 reply too (an invalid JSON body), and a ``Retry-After`` there is no request to wait, so such a
+    malformed reply gets the backoff like every other (an HTML page with status 200, ``choices: []``)."""
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    if isinstance(status, int) and 200 <= status < 300:
+        return None
+    headers = getattr(response, "headers", None)
     if not headers:
         return None
     try:
