@@ -110,3 +110,25 @@ def test_loaded_models_are_freed_before_the_interpreter_tears_down():
     assert out.returncode == 0, out.stderr[-2000:]
     assert "freed True 0" in out.stdout
     assert "Exception ignored" not in out.stderr
+
+
+def test_raac_first_summary_on_embedded_model_is_a_summary_not_a_copied_reference():
+    # ASQA dev item 0: given the paper's "[id]: Title<|>Text" references the 1.5B model began its
+    # summary with "[1]: Argentina–Brazil football rivalry<|>Josef Bican ..." and its refine rounds
+    # looped (issue #24's first re-run); with ALCE's format it writes sentences about the question
+    import json
+
+    from conftest import shared_path
+
+    from citegraph.nodes.raac.text_agent import clean_summary
+    from citegraph.prompts.raac import generate_prompt
+    from citegraph.state import Document
+    from citegraph.tools.models import chat_reply
+
+    item = json.loads(shared_path("alce", "asqa_dev60.json").read_text())[0]
+    docs = [Document(title=d["title"], text=d["text"]) for d in item["docs"][:5]]
+    reply = chat_reply("local", generate_prompt(item["question"], docs), temperature=0.0, max_tokens=300)
+    assert "<|>" not in reply.text and not reply.text.lstrip().startswith(("[1]:", "Document [")), reply.text
+    notes: list[str] = []
+    summary = clean_summary(reply.text, reply.truncated, notes)
+    assert len(summary.split()) >= 20 and not notes, (summary, notes)
