@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,9 +70,21 @@ def main(argv=None) -> int:
     ap.add_argument("--method", default="vanilla")
     ap.add_argument("--only", action="append", default=[], metavar="TEXT",
                     help="run only the faults whose name contains TEXT (repeatable; default: all)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the working folder (data, each run's output) and print its path; default: removed")
     args = ap.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="citegraph-faults-"))
+    try:
+        return _run(args, tmp)
+    finally:
+        if args.keep:
+            print(f"working folder kept: {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(args, tmp: Path) -> int:
     data = tmp / "data.json"
     data.write_text(json.dumps([
         {"id": f"item{i}", "question": f"Where is Alpha {i}?",
