@@ -238,7 +238,7 @@ def main(argv=None) -> int:
     ap.add_argument("--write-corpus", type=Path, metavar="JSONL",
                     help="write the corpus (one chunk of the data set per line, id q<i>-c<j>) and exit; index it once with "
                          "`citegraph index build --corpus JSONL --index DIR` and pass --index DIR (an in-memory index of "
-                         "all 1,518 chunks takes minutes to build in every process)")
+                         "all 1,473 chunks takes minutes to build in every process)")
     ap.add_argument("--index", default="", help="retrieve from this index (see --write-corpus) instead of an in-memory one")
     args = ap.parse_args(argv)
     if not args.data.exists():
