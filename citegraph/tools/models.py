@@ -635,6 +635,24 @@ def structured(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _in_process_judgement(model: Any, msgs: list[BaseMessage], method: str) -> float | None:
+    """A Yes/No judgement (``method``: ``yes_probability`` or ``yes_no_log_odds``) by a model that
+    evaluates it in this process -- llama.cpp (its prompt tokens counted) or a scripted fake (its
+    words counted) -- recorded as one LLM call, since no LangChain callback sees it; ``None`` for a
+    model behind an endpoint (its call goes through LangChain, whose callbacks count it)."""
+    from citegraph.tools.usage import record_llm_call
+
+    if isinstance(model, LlamaCppChat):
+        value, n_tokens = getattr(model, f"{method}_counted")(msgs)
+        record_llm_call(n_tokens, 1)
+        return float(value)
+    if hasattr(model, method):
+        value = float(getattr(model, method)(msgs))
+        record_llm_call(sum(len(str(m.content).split()) for m in msgs), 1)
+        return value
+    return None
+
+
 def yes_probability(spec: str, prompt: Messages, *, system: str | None = None) -> float:
     """P(Yes) for a Yes/No question, from the model's next-token distribution.
 
@@ -645,16 +663,9 @@ def yes_probability(spec: str, prompt: Messages, *, system: str | None = None) -
     """
     model = get_chat_model(spec)
     msgs = as_messages(prompt, system)
-    from citegraph.tools.usage import record_llm_call
-
-    if isinstance(model, LlamaCppChat):
-        value, n_tokens = model.yes_probability_counted(msgs)
-        record_llm_call(n_tokens, 1)
-        return float(value)
-    if hasattr(model, "yes_probability"):
-        value = float(model.yes_probability(msgs))
-        record_llm_call(sum(len(str(m.content).split()) for m in msgs), 1)
-        return value
+    local = _in_process_judgement(model, msgs, "yes_probability")
+    if local is not None:
+        return local
     bound = model.bind(logprobs=True, top_logprobs=20, max_completion_tokens=1, temperature=0)
     msg = _invoke(bound, msgs, expect_text=False)
     try:
@@ -684,16 +695,9 @@ def yes_no_log_odds(spec: str, prompt: Messages, *, system: str | None = None) -
     """
     model = get_chat_model(spec)
     msgs = as_messages(prompt, system)
-    from citegraph.tools.usage import record_llm_call
-
-    if isinstance(model, LlamaCppChat):
-        value, n_tokens = model.yes_no_log_odds_counted(msgs)
-        record_llm_call(n_tokens, 1)
-        return float(value)
-    if hasattr(model, "yes_no_log_odds"):
-        value = float(model.yes_no_log_odds(msgs))
-        record_llm_call(sum(len(str(m.content).split()) for m in msgs), 1)
-        return value
+    local = _in_process_judgement(model, msgs, "yes_no_log_odds")
+    if local is not None:
+        return local
     bound = model.bind(logprobs=True, top_logprobs=20, max_completion_tokens=1, temperature=0)
     msg = _invoke(bound, msgs, expect_text=False)  # a LangChain call: the UsageTracker's callbacks count it
     try:
