@@ -11,7 +11,8 @@
               journalled per (method, item) in OUT/nuggets.jsonl.
 
   OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/bench_ginger.py formats --passages 6
-  OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/bench_ginger.py eli5 --limit 20 --out runs/ginger_eli5
+  OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/bench_ginger.py eli5 --limit 20 --out runs/eli5_24
+  (the eli5 preset by default, so the vanilla and raac outputs of #24's ELI5 bench in runs/eli5_24 are re-used)
 """
 
 from __future__ import annotations
@@ -196,11 +197,12 @@ def cmd_eli5(a) -> None:
 
     out = Path(a.out)
     methods = a.methods.split(",") if a.methods else ELI5_METHODS
-    res = run_bench(methods, a.data, out, limit=a.limit, llm=a.llm, verifier=a.verifier,
+    res = run_bench(methods, a.data, out, limit=a.limit, llm=a.llm, verifier=a.verifier, preset=a.preset or None,
                     progress=lambda m, i, n: print(f"{m}: {i}/{n}", file=sys.stderr, flush=True))
     nug = journal_scores(res, out, out / "nuggets.jsonl", a.judge)
     table = eli5_table(res, nug)
     head = (f"ELI5 ({a.data}), first {a.limit} items, 5 documents each, llm={a.llm}, verifier={a.verifier}, "
+            f"preset={a.preset or 'none'}, "
             f"nugget judge={a.judge}; mean [95% bootstrap interval]; V_strict: the 3 gold claims as vital nuggets")
     (out / "ginger_table.md").write_text(head + "\n\n" + table + "\n")
     print(head + "\n\n" + table)
@@ -225,6 +227,10 @@ def main(argv=None) -> None:
     e.add_argument("--methods", default="", help="comma-separated; default: " + ",".join(ELI5_METHODS))
     e.add_argument("--verifier", default="default")
     e.add_argument("--judge", default="local", help="chat spec of the nugget assigner")
+    e.add_argument("--preset", default="eli5",
+                   help="settings preset (default eli5: RAAC with M = 2, its Table 7; GINGER and vanilla are "
+                        "unchanged); with --out runs/eli5_24 the vanilla and raac outputs of "
+                        "`citegraph bench --methods vanilla,raac --preset eli5` are re-used; '' for none")
     for s in (f, c, o, e):
         s.add_argument("--data", default=str(ELI5))
         s.add_argument("--llm", default="local")
