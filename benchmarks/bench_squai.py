@@ -105,6 +105,11 @@ def answer(method: str, qid: str, question: str, docs, args) -> dict:
             "answer": ans.model_dump(mode="json"), "usage": usage}
 
 
+#: contextual-relevancy judgements of this process, keyed by (judge, question, context document): rag and
+#: vanilla are given the same top-10, and SQuAI's kept documents are mostly among them
+CONTEXT_CACHE: dict = {}
+
+
 def score(row: dict, args) -> dict:
     from citegraph.eval.deepeval_metrics import context_texts, deepeval_scores
     from citegraph.nodes.metrics import judge, raac_citation_f1
@@ -112,7 +117,8 @@ def score(row: dict, args) -> dict:
 
     ans = AttributedAnswer.model_validate(row["answer"])
     t0 = time.perf_counter()
-    de = deepeval_scores(row["question"], ans.text, context_texts(ans.documents), args.judge or args.llm)
+    de = deepeval_scores(row["question"], ans.text, context_texts(ans.documents), args.judge or args.llm,
+                         context_cache=CONTEXT_CACHE)
     cf = raac_citation_f1(ans, args.verifier)
     pairs = [(e.text, s.text) for s in ans.sentences for e in s.evidence]
     support = (sum(judge(args.verifier, pairs)) / len(pairs)) if pairs else None

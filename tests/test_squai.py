@@ -348,6 +348,22 @@ def test_deepeval_definitions_count_as_deepeval_does(scripted):
     assert sum("Break the context" in c["messages"][-1].content for c in model.calls) == 2
 
 
+def test_contextual_relevancy_cache_judges_each_context_once_per_question(scripted):
+    from citegraph.eval.deepeval_metrics import contextual_relevancy
+
+    spec, model = scripted(_judge_script({"Break the context into its statements": json.dumps({"verdicts": [
+        {"statement": "s1", "verdict": "yes"}, {"statement": "s2", "verdict": "no"}]})}))
+    n_ctx = lambda: sum("Break the context" in c["messages"][-1].content for c in model.calls)  # noqa: E731
+    cache: dict = {}
+    a = contextual_relevancy("Q?", ["ctx one", "ctx two"], spec, cache=cache)
+    b = contextual_relevancy("Q?", ["ctx two", "ctx three"], spec, cache=cache)  # one new context
+    assert n_ctx() == 3 and a.score == b.score == pytest.approx(0.5)
+    assert [d.get("cached", False) for d in b.details["per_context"]] == [True, False]
+    contextual_relevancy("Another question?", ["ctx one"], spec, cache=cache)  # same text, other question
+    contextual_relevancy("Q?", ["ctx one"], spec)  # no cache given: judged again
+    assert n_ctx() == 5
+
+
 def test_deepeval_unparsable_judge_gives_none_not_a_score(scripted):
     from citegraph.eval.deepeval_metrics import answer_relevancy, faithfulness
 

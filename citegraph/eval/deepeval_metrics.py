@@ -102,19 +102,30 @@ def faithfulness(answer: str, context: Sequence[str], judge: str, max_tokens: in
     return MetricResult(score, {"claims": claims, "verdicts": verdicts}, problems)
 
 
-def contextual_relevancy(question: str, context: Sequence[str], judge: str, max_tokens: int = 800) -> MetricResult:
+def contextual_relevancy(question: str, context: Sequence[str], judge: str, max_tokens: int = 800,
+                         cache: dict | None = None) -> MetricResult:
+    """``cache`` (a dict the caller keeps): each (judge, question, context document) is judged once and
+    re-used, e.g. by two systems given the same retrieved documents (greedy judges answer the same
+    prompt the same way; a re-used judgement is marked ``cached`` in ``per_context``)."""
     problems: list[str] = []
     relevant = total = 0
     per_doc = []
     for i, c in enumerate(context):
-        vs, p = _ask(judge, P.contextual_relevancy_prompt(question, c), P.ContextVerdicts, max_tokens)
-        problems += p
+        key = (judge, question, c)
+        hit = cache is not None and key in cache
+        if hit:
+            vs = cache[key]
+        else:
+            vs, p = _ask(judge, P.contextual_relevancy_prompt(question, c), P.ContextVerdicts, max_tokens)
+            problems += p
         if vs is None:
             problems.append(f"contextual relevancy: context {i + 1} did not parse")
             return MetricResult(None, {"per_context": per_doc}, problems)
+        if cache is not None:
+            cache[key] = vs
         r = sum(v.verdict == "yes" for v in vs.verdicts)
         relevant, total = relevant + r, total + len(vs.verdicts)
-        per_doc.append({"relevant": r, "statements": len(vs.verdicts)})
+        per_doc.append({"relevant": r, "statements": len(vs.verdicts), **({"cached": True} if hit else {})})
     return MetricResult(relevant / total if total else 0.0, {"per_context": per_doc}, problems)
 
 
@@ -122,11 +133,13 @@ def context_texts(documents: Sequence[Document]) -> list[str]:
     return [d.as_premise() for d in documents]
 
 
-def deepeval_scores(question: str, answer: str, context: Sequence[str], judge: str) -> DeepEvalScores:
-    """All three metrics of one answer; ``context`` is the retrieval context the answer was written from."""
+def deepeval_scores(question: str, answer: str, context: Sequence[str], judge: str,
+                    context_cache: dict | None = None) -> DeepEvalScores:
+    """All three metrics of one answer; ``context`` is the retrieval context the answer was written from;
+    ``context_cache``: see :func:`contextual_relevancy`."""
     ar = answer_relevancy(question, answer, judge)
     fa = faithfulness(answer, context, judge)
-    cr = contextual_relevancy(question, context, judge)
+    cr = contextual_relevancy(question, context, judge, cache=context_cache)
     return DeepEvalScores(
         answer_relevancy=ar.score, faithfulness=fa.score, contextual_relevancy=cr.score,
         details={"answer_relevancy": ar.details, "faithfulness": fa.details, "contextual_relevancy": cr.details},
