@@ -3,7 +3,9 @@
 With GPT-4o's nuggets and importance given, our assigner (``--judge``, default the embedded model)
 labels each system response; we report per-nugget agreement with GPT-4o (accuracy, Cohen's kappa over
 support / partial_support / not_support, the confusion matrix) and each system's mean V_strict by our
-labels vs GPT-4o's, with Kendall's tau between the two system rankings.
+labels vs GPT-4o's, with Kendall's tau between the two system rankings. In ``--mode yesno`` the journal
+keeps each nugget's P(Yes), and the report also fits two thresholds on it (support at, partial at; maximum
+kappa) on the even-numbered complete topics and tests them on the odd-numbered ones.
 
 Resumable: each (topic, system) is journalled to ``--journal`` as it finishes; re-running continues.
 ``--minutes`` stops starting new topics after that much time (the finished ones stay journalled).
@@ -40,9 +42,7 @@ def load_journal(path: Path) -> dict[tuple[str, str], dict]:
 
 
 def report(rows: list[dict], systems: list[str]) -> str:
-    from scipy.stats import kendalltau
-
-    from citegraph.eval.nuggets import ASSIGN_LABELS, agreement, topic_scores
+    from citegraph.eval.nuggets import ASSIGN_LABELS, agreement
 
     topics = sorted({r["qid"] for r in rows})
     # only topics with every system finished, so the system means are over the same topics
@@ -67,18 +67,53 @@ def report(rows: list[dict], systems: list[str]) -> str:
     if not complete:
         out += ["", "No topic has all systems judged yet: no system V_strict or Kendall tau."]
         return "\n".join(out)
-    ms_ours, ms_gpt = [], []
+    tau, ms_ours, ms_gpt = system_tau(rows, systems, "ours")
     out += ["", "| system | V_strict (ours) | V_strict (GPT-4o) |", "|---|---|---|"]
+    out += [f"| {s} | {vo:.3f} | {vg:.3f} |" for s, vo, vg in zip(systems, ms_ours, ms_gpt)]
+    out += ["", f"Kendall tau between the system rankings by V_strict: {tau:.3f}"]
+    out += fitted_report(rows, complete, systems)
+    return "\n".join(out)
+
+
+def system_tau(rows: list[dict], systems: list[str], ours_key: str) -> tuple[float, list[float], list[float]]:
+    from scipy.stats import kendalltau
+
+    from citegraph.eval.nuggets import topic_scores
+
+    mo, mg = [], []
     for s in systems:
         rs = [r for r in rows if r["system"] == s]
-        vo = sum(topic_scores(r["importance"], r["ours"])["v_strict"] for r in rs) / max(1, len(rs))
-        vg = sum(topic_scores(r["importance"], r["gpt4o"])["v_strict"] for r in rs) / max(1, len(rs))
-        ms_ours.append(vo)
-        ms_gpt.append(vg)
-        out.append(f"| {s} | {vo:.3f} | {vg:.3f} |")
-    tau = kendalltau(ms_ours, ms_gpt).statistic if len(systems) > 1 and complete else float("nan")
-    out += ["", f"Kendall tau between the system rankings by V_strict: {tau:.3f}"]
-    return "\n".join(out)
+        mo.append(sum(topic_scores(r["importance"], r[ours_key])["v_strict"] for r in rs) / max(1, len(rs)))
+        mg.append(sum(topic_scores(r["importance"], r["gpt4o"])["v_strict"] for r in rs) / max(1, len(rs)))
+    return kendalltau(mo, mg).statistic, mo, mg
+
+
+def fitted_report(rows: list[dict], complete: list[str], systems: list[str]) -> list[str]:
+    """yes/no mode: thresholds on the "fully captured" P(Yes) fitted (max Cohen's kappa) on the even-numbered
+    complete topics, tested on the odd-numbered ones, against the same test topics at the 0.5 cut-off."""
+    from citegraph.eval.nuggets import agreement, fit_thresholds, labels_from_scores
+
+    rows = [r for r in rows if r["qid"] in complete and r.get("mode") == "yesno"
+            and len(r.get("p_yes") or []) == len(r["gpt4o"])]
+    fit_q = set(complete[0::2])
+    fit = [r for r in rows if r["qid"] in fit_q]
+    test = [r for r in rows if r["qid"] not in fit_q]
+    if not fit or not test:
+        return []
+    best = fit_thresholds([p[0] for r in fit for p in r["p_yes"]], [g for r in fit for g in r["gpt4o"]])
+    test = [{**r, "fitted": labels_from_scores([p[0] for p in r["p_yes"]], best["support_at"], best["partial_at"])}
+            for r in test]
+    at_half = agreement([a for r in test for a in r["ours"]], [g for r in test for g in r["gpt4o"]])
+    fitted = agreement([a for r in test for a in r["fitted"]], [g for r in test for g in r["gpt4o"]])
+    tau_half = system_tau(test, systems, "ours")[0]
+    tau_fit = system_tau(test, systems, "fitted")[0]
+    n_test = len({r["qid"] for r in test})
+    return ["", f"Thresholds on P(Yes) fitted on {len(fit_q)} topic(s) (max kappa {best['kappa']:.3f}: support at "
+            f"{best['support_at']:.2f}, partial at {best['partial_at']:.2f}), tested on the other {n_test}:", "",
+            "| labels on the test topics | nugget labels | accuracy | Cohen's kappa | Kendall tau (V_strict) |",
+            "|---|---|---|---|---|",
+            f"| P(Yes) >= 0.5 (as run) | {at_half['n']} | {at_half['accuracy']:.3f} | {at_half['kappa']:.3f} | {tau_half:.3f} |",
+            f"| fitted thresholds | {fitted['n']} | {fitted['accuracy']:.3f} | {fitted['kappa']:.3f} | {tau_fit:.3f} |"]
 
 
 def main(argv=None) -> None:

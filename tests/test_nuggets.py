@@ -178,3 +178,44 @@ def test_yesno_mode_asks_per_nugget(scripted):
 
     with pytest.raises(InputError):
         evaluate_topic("q?", "a", nuggets=["x"], importance=["vital"], judge=spec, mode="vote")
+
+
+def test_thresholds_fitted_on_p_yes_recover_the_labels_a_half_cut_misses():
+    from citegraph.eval.nuggets import fit_thresholds, labels_from_scores
+
+    assert labels_from_scores([0.9, 0.6, 0.2], 0.8, 0.5) == ["support", "partial_support", "not_support"]
+    assert labels_from_scores([0.9, 0.6], 1.01, 0.5) == ["partial_support"] * 2  # support switched off
+    # a judge that says "Yes" to everything but ranks well: gold support >= 0.85, partial 0.65-0.85
+    p = [0.95, 0.9, 0.86, 0.8, 0.7, 0.66, 0.6, 0.55, 0.52]
+    gold = ["support"] * 3 + ["partial_support"] * 3 + ["not_support"] * 3
+    best = fit_thresholds(p, gold)
+    assert best["kappa"] == pytest.approx(1.0) and labels_from_scores(p, best["support_at"], best["partial_at"]) == gold
+    assert agreement(labels_from_scores(p, 0.5, 0.5), gold)["kappa"] == pytest.approx(0.0)  # the 0.5 cut: all support
+    with pytest.raises(Exception, match="as many scores as labels"):
+        fit_thresholds([0.5], [])
+
+
+def test_fidelity_report_fits_on_half_the_topics_and_tests_on_the_rest():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_nugget_fidelity as b
+
+    def row(qid, system, p, gold):
+        return {"qid": qid, "system": system, "mode": "yesno", "p_yes": [[x] for x in p],
+                "ours": ["support" if x >= 0.5 else "not_support" for x in p], "gpt4o": gold,
+                "importance": ["vital"] * len(p)}
+
+    # system A supports both vital nuggets by GPT-4o, B one, C none; the judge's P(Yes) ranks them right
+    # but is >= 0.5 everywhere, so at the 0.5 cut every system looks the same
+    systems = ["A", "B", "C"]
+    probs = {"A": ([0.95, 0.9], ["support", "support"]), "B": ([0.9, 0.6], ["support", "not_support"]),
+             "C": ([0.62, 0.58], ["not_support", "not_support"])}
+    rows = [row(f"t{i}", s, *probs[s]) for i in range(4) for s in systems]
+    text = b.report(rows, systems)
+    assert "fitted on 2 topic(s)" in text and "tested on the other 2" in text
+    fitted = next(x for x in text.splitlines() if x.startswith("| fitted thresholds"))
+    as_run = next(x for x in text.splitlines() if x.startswith("| P(Yes) >= 0.5"))
+    assert fitted.split("|")[3].strip() == "1.000" and fitted.split("|")[5].strip() == "1.000"  # accuracy, tau
+    assert as_run.split("|")[3].strip() == "0.500"

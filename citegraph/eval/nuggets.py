@@ -327,6 +327,32 @@ def agreement(ours: Sequence[str], theirs: Sequence[str]) -> dict[str, float]:
     return {"n": len(ours), "accuracy": acc, "kappa": kappa}
 
 
+def labels_from_scores(p_yes: Sequence[float], support_at: float, partial_at: float) -> list[str]:
+    """Three labels from one P(Yes) per nugget ("does the answer fully capture it?"): support at
+    ``p >= support_at``, partial_support at ``partial_at <= p < support_at``, else not_support."""
+    return ["support" if p >= support_at else "partial_support" if p >= partial_at else "not_support" for p in p_yes]
+
+
+def fit_thresholds(p_yes: Sequence[float], gold: Sequence[str], step: float = 0.05) -> dict[str, float]:
+    """The (support_at, partial_at) pair on a grid of ``step`` (partial_at <= support_at; a threshold above 1
+    switches a label off) that maximises Cohen's kappa of :func:`labels_from_scores` against ``gold``
+    labels, e.g. GPT-4o's on part of the fidelity file, for a small judge whose P(Yes) ranks nuggets
+    better than its 0.5 cut-off labels them. Ties go to the first pair found (lowest thresholds)."""
+    if len(p_yes) != len(gold) or not gold:
+        raise InputError(f"fit_thresholds needs as many scores as labels (got {len(p_yes)} and {len(gold)})")
+    n = int(round(1 / step))
+    grid = [round(i * step, 6) for i in range(n + 1)] + [1.01]
+    best = {"support_at": 0.5, "partial_at": 0.5, "kappa": float("-inf")}
+    for s in grid:
+        for q in grid:
+            if q > s:
+                break
+            k = agreement(labels_from_scores(p_yes, s, q), gold)["kappa"]
+            if k > best["kappa"]:
+                best = {"support_at": s, "partial_at": q, "kappa": k}
+    return best
+
+
 # --------------------------------------------------------------------------- ALCE-style outputs (CLI)
 def evaluate_output_file(path: str | Path, *, judge: str = "local", nuggets_file: str | Path | None = None,
                          claims_key: str | None = None, window: int = 10, max_nuggets: int = 30,
