@@ -209,6 +209,20 @@ def test_citations_never_outside_the_merged_list(scripted, verifier):
     assert any("out-of-range" in w for w in ans.warnings)
 
 
+@pytest.mark.parametrize("graph_name", ["squai", "rag"])
+def test_a_looping_final_reply_is_cut_before_it_is_parsed_and_named(scripted, verifier, graph_name):
+    from citegraph.state.squai import RagContext
+
+    loop = "Quantum computing uses qubits [1]. " + "Shor's algorithm breaks RSA [1]. " * 12
+    spec, _ = scripted(script('{"split": false, "sub_questions": []}', loop), judge=relevant)
+    ctx_cls = SquaiContext if graph_name == "squai" else RagContext
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0]))
+    ans = state["answer"]
+    assert [s.text for s in ans.sentences] == ["Quantum computing uses qubits.", "Shor's algorithm breaks RSA."]
+    assert any("looped: dropped 11 repeated sentence(s)" in w for w in ans.warnings), ans.warnings
+    assert state["generation"] == loop and ans.metadata["raw_output"] == loop  # the reply as written stays in the trace
+
+
 def test_evidence_picked_by_the_verifier_and_unsupported_marked(scripted, verifier):
     vspec, v = verifier
     final = "Quantum computing uses qubits [1]. Lattice bread is quantum flour [1]."

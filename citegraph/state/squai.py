@@ -184,7 +184,8 @@ class SquaiState(InputState, OutputState, RunContextState):
     fallback: str = Field(default="", description="Why the fallback ran (empty: it did not).")
     notes: list[str] = Field(default_factory=list, description="Run notes, e.g. the judge's fallback to the verbal judgement.")
     prompt: str = ""
-    generation: str = ""
+    generation: str = Field(default="", description="Agent 4's reply as written (decoding loops are cut when it is parsed).")
+    truncated: bool = Field(default=False, description="Agent 4's reply stopped at max_new_tokens.")
     citation_checks: list[CitationCheck] = Field(default_factory=list)
 
 
@@ -193,4 +194,5 @@ class RagState(InputState, OutputState, RunContextState):
 
     retrieved: list[Candidate] = Field(default_factory=list)
     prompt: str = ""
-    generation: str = ""
+    generation: str = Field(default="", description="The reply as written (decoding loops are cut when it is parsed).")
+    truncated: bool = Field(default=False, description="The reply stopped at max_new_tokens.")

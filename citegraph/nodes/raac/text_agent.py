@@ -20,20 +20,15 @@ from citegraph.state.raac import (
     ASPECTS, MAX_SCORE, MIN_SCORE, AspectFeedback, FeedbackModel, RaacContext, RaacState, RefineModel, TextRound,
 )
 from citegraph.tools.citations import extract_citations, parse_cited_text, strip_citations
+from citegraph.tools.loops import cut_phrase_loops, drop_repeats
 from citegraph.tools.models import TRUNCATED, chat_reply, chat_text, structured
 from citegraph.tools.progress import emit
-from citegraph.tools.sentences import split_sentences
 
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised\s+summary|summary|answer|revised)(?:\*\*)?\s*:\s*", re.I)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.S)
 _CITE = re.compile(r"\[\d+")
-_ENDED = re.compile(r"[.!?][\"')\]]*$")  # a finished sentence (closing quotes/brackets allowed)
 #: a reference header copied from the prompt: "[1]: Title<|>" (the paper's format) or "Document [1](Title: t):"
 _ECHOED_REF = re.compile(r"^\s*:?\s*(?:\[\d+\]\s*:[^\n]*?<\|>|Document\s*\[\d+\]\s*\(Title:[^)\n]*\)\s*:)\s*")
-#: a phrase (up to 80 characters, within one sentence) written 4 or more times in a row ("Josef Bican Josef
-#: Bican ..."); whole sentences that repeat are :func:`drop_repeats`' job
-_PHRASE_LOOP = re.compile(r"(?<!\S)([^\s.!?](?:[^\n.!?]{0,78}?[^\s.!?])?)(?:\s+\1){3,}(?!\S)")
-
 
 def clean_summary(text: str, truncated: bool = False, notes: list[str] | None = None) -> str:
     """Strip code fences, a leading 'Summary:' label, wrapping quotes and a JSON wrapper; drop
@@ -59,7 +54,7 @@ def clean_summary(text: str, truncated: bool = False, notes: list[str] | None = 
         if notes is not None:
             notes.append(f"stripped a reference header copied from the prompt: {echoed.group(0).strip()[:80]!r}")
         t = t[echoed.end():].strip()
-    t = _cut_phrase_loops(t, notes)
+    t = cut_phrase_loops(t, notes)
     lines = t.splitlines()
     # chatty wrappers: "Here is the revised summary:" before, "Note: ..." after (no citations in them)
     if len(lines) > 1 and lines[0].rstrip().endswith(":") and not _CITE.search(lines[0]):
@@ -71,72 +66,6 @@ def clean_summary(text: str, truncated: bool = False, notes: list[str] | None = 
     if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
         t = t[1:-1].strip()
     return drop_repeats(t, truncated, notes)
-
-
-def _cut_phrase_loops(text: str, notes: list[str] | None = None) -> str:
-    """A phrase written four or more times in a row is a decoding loop (a 1.5B model without a repeat
-    penalty writes "Josef Bican Josef Bican ..." until max_tokens): keep one copy and drop the rest
-    of the reply from there, since what follows a loop is more loop."""
-    m = _PHRASE_LOOP.search(text)
-    if not m:
-        return text
-    if notes is not None:
-        notes.append(f"cut a loop repeating {m.group(1)[:40]!r} after {len(text[:m.start()].split())} words")
-    return text[: m.start() + len(m.group(1))].rstrip()
-
-
-def drop_repeats(text: str, truncated: bool = False, notes: list[str] | None = None) -> str:
-    """Small models loop ("A. B. B. B. B ..." until max_tokens): keep the first copy of each
-    sentence. In a reply cut at max_tokens (``truncated``), also drop the unfinished last sentence;
-    a reply that ended by itself keeps its last sentence even without final punctuation, and a
-    citation written after the period ("... river. [2]") does not make a sentence unfinished."""
-    if truncated:
-        text = _cut_restart(text, notes)
-    sentences = split_sentences(text)
-    if len(sentences) < 2:
-        return text
-    seen: set[str] = set()
-    kept: list[str] = []
-    for s in sentences:
-        key = re.sub(r"\W+", " ", strip_citations(s)).strip().lower()
-        if key and key not in seen:
-            seen.add(key)
-            kept.append(s)
-    if notes is not None and len(kept) < len(sentences):
-        notes.append(f"dropped {len(sentences) - len(kept)} repeated sentence(s)")
-    if truncated and len(kept) > 1 and not _ENDED.search(strip_citations(kept[-1]).rstrip()):
-        dropped = kept.pop()
-        if notes is not None:
-            notes.append(f"dropped the unfinished last sentence of a {TRUNCATED}: {dropped[:80]!r}")
-    if len(kept) == len(sentences):
-        return text
-    return " ".join(kept)
-
-
-RESTART_WORDS = 8
-
-
-def _cut_restart(text: str, notes: list[str] | None = None) -> str:
-    """A looping reply often starts its summary over in the middle of a sentence ("It is the second
-    of The last season of X aired ..."): cut at the first place where the opening words of an
-    earlier sentence occur again. Applied only to replies cut at max_tokens, where looping is the
-    likely cause (a finished reply may legitimately repeat a phrase)."""
-    cut = None
-    for sent in split_sentences(text):
-        words = strip_citations(sent).split()
-        if len(words) < RESTART_WORDS:
-            continue
-        # case-sensitive: a restart copies the capitalised opening ("... of The last season ..."),
-        # a sentence that reuses the phrase writes it in lower case ("... constitute the highest ...")
-        head = re.compile(r"\W+".join(re.escape(w) for w in words[:RESTART_WORDS]))
-        hits = [m.start() for m in head.finditer(text)]
-        if len(hits) > 1 and (cut is None or hits[1] < cut):
-            cut = hits[1]
-    if cut is None:
-        return text
-    if notes is not None:
-        notes.append(f"cut a looping restart after {len(text[:cut].split())} words")
-    return text[:cut].rstrip()
 
 
 def _max_words(ctx: RaacContext) -> int | None:

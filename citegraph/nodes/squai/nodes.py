@@ -19,7 +19,8 @@ from citegraph.state.squai import (
     Candidate, CitationCheck, Decomposition, DocAnswer, DocTask, Judgement, MergedDoc, SquaiContext, SquaiState,
     SubQuestionFilter, SubQuestionTask,
 )
-from citegraph.tools.models import NoLogprobsError, chat_text, structured, yes_no_log_odds
+from citegraph.tools.loops import clean_loops
+from citegraph.tools.models import NoLogprobsError, chat_reply, chat_text, structured, yes_no_log_odds
 from citegraph.tools.progress import emit
 from citegraph.tools.sentences import split_sentences
 from citegraph.tools.verifier import get_verifier
@@ -79,7 +80,7 @@ def decompose(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
     d = decomposition_from(state.question, reply, problems, ctx.max_sub_questions)
     emit("squai_decompose", split=len(d.sub_questions) > 1, sub_questions=list(d.sub_questions))
     return {"decomposition": d, "sub_questions": d.sub_questions, "filters": [], "merged": [], "fallback": "",
-            "notes": [], "prompt": "", "generation": "", "citation_checks": [], "answer": None, **fresh_run()}
+            "notes": [], "prompt": "", "generation": "", "truncated": False, "citation_checks": [], "answer": None, **fresh_run()}
 
 
 def fan_out_retrieval(state: SquaiState):
@@ -246,10 +247,10 @@ def compose(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
     ctx = runtime.context
     docs = [m.document for m in state.merged]
     if not docs:
-        return {"prompt": "", "generation": ""}
+        return {"prompt": "", "generation": "", "truncated": False}
     prompt = P.compose_prompt(state.question, state.sub_questions, docs, ctx.max_doc_words)
-    text = chat_text(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
-    return {"prompt": prompt, "generation": text}
+    reply = chat_reply(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated}
 
 
 def supporting_sentences(answer: AttributedAnswer, verifier, max_evidence: int) -> tuple[AttributedAnswer, list[CitationCheck]]:
@@ -284,10 +285,13 @@ def attach_evidence(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
     """Parse the cited answer (citations only into the merged list) and attach supporting sentences."""
     ctx = runtime.context
     docs = [m.document for m in state.merged]
+    loops: list[str] = []
+    text = clean_loops(state.generation, state.truncated, loops)
     ans = answer_from_text(
-        state.generation, state.question, docs, method="squai", sub_questions=list(state.sub_questions),
-        fallback=state.fallback, rel_scores=[m.rel_score for m in state.merged],
+        text, state.question, docs, method="squai", sub_questions=list(state.sub_questions),
+        fallback=state.fallback, rel_scores=[m.rel_score for m in state.merged], raw_output=state.generation,
     )
+    ans.warnings += [f"Agent 4 looped: {n}" for n in loops]
     if not docs:
         ans.warnings.append("no documents to answer from")
     ans, checks = supporting_sentences(ans, get_verifier(ctx.verifier), ctx.max_evidence)

@@ -8,7 +8,8 @@ from citegraph.nodes.common import answer_from_text
 from citegraph.nodes.squai.retrieval import candidates_for, open_corpus
 from citegraph.prompts import squai as P
 from citegraph.state.squai import RagContext, RagState
-from citegraph.tools.models import chat_text
+from citegraph.tools.loops import clean_loops
+from citegraph.tools.models import chat_reply
 
 
 def retrieve(state: RagState, runtime: Runtime[RagContext]) -> dict:
@@ -24,14 +25,19 @@ def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:
     ctx = runtime.context
     docs = [c.document for c in state.retrieved]
     if not docs:
-        return {"prompt": "", "generation": ""}
+        return {"prompt": "", "generation": "", "truncated": False}
     prompt = P.rag_prompt(state.question, docs, ctx.max_doc_words)
-    return {"prompt": prompt, "generation": chat_text(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)}
+    reply = chat_reply(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated}
 
 
 def attribute(state: RagState, runtime: Runtime[RagContext]) -> dict:
+    """Parse the [n]-cited reply (decoding loops cut first, as for SQuAI's Agent 4, and named in the warnings)."""
     docs = [c.document for c in state.retrieved]
-    ans = answer_from_text(state.generation, state.question, docs, method="rag")
+    loops: list[str] = []
+    text = clean_loops(state.generation, state.truncated, loops)
+    ans = answer_from_text(text, state.question, docs, method="rag", raw_output=state.generation)
+    ans.warnings += [f"the reply looped: {n}" for n in loops]
     if not docs:
         ans.warnings.append("nothing retrieved")
     return {"answer": ans}
