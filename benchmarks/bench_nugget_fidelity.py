@@ -21,7 +21,7 @@ import json
 import os
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -31,13 +31,13 @@ REPO = Path(__file__).resolve().parents[1]
 FILE = REPO.parent / "shared" / "data" / "trec_rag" / "rag24" / "ginger_assignments_gpt4" / "nrg-fluency_top_20.csv"
 
 
-def load_journal(path: Path) -> dict[tuple[str, str], dict]:
+def load_journal(path: Path) -> dict[tuple[str, str, str], dict]:
     done = {}
     if path.exists():
         for line in path.read_text().splitlines():
             if line.strip():
                 r = json.loads(line)
-                done[(r["qid"], r["system"])] = r
+                done[(r["qid"], r["system"], r.get("mode", "list"))] = r
     return done
 
 
@@ -140,7 +140,7 @@ def main(argv=None) -> None:
         stop = False
         for k, t in enumerate(topics, 1):
             for s, sysd in t.systems.items():
-                if (t.qid, s) in done:
+                if (t.qid, s, a.mode) in done:
                     continue
                 if a.minutes and time.perf_counter() - t0 > a.minutes * 60:
                     print(f"time budget reached at topic {k} ({t.qid}) {s}", file=sys.stderr)
@@ -155,11 +155,12 @@ def main(argv=None) -> None:
                        "gpt4o": sysd.assignment, "problems": problems, "seconds": round(time.perf_counter() - ts, 1)}
                 with journal.open("a") as f:
                     f.write(json.dumps(row) + "\n")
-                done[(t.qid, s)] = row
+                done[(t.qid, s, a.mode)] = row
                 print(f"topic {k}/{len(topics)} {t.qid} {s}: {row['seconds']} s", file=sys.stderr, flush=True)
             if stop:
                 break
-    rows = [r for r in done.values() if r["qid"] in {t.qid for t in topics}]
+    # one journal may hold both modes: each run resumes and reports its own mode only
+    rows = [r for k, r in done.items() if k[2] == a.mode and r["qid"] in {t.qid for t in topics}]
     secs = sum(r["seconds"] for r in rows)
     print(f"file {Path(a.file).name}, judge {a.judge}, journal {journal} ({len(rows)} system responses, "
           f"{secs:.0f} s of judging)\n")

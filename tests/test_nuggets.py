@@ -219,3 +219,29 @@ def test_fidelity_report_fits_on_half_the_topics_and_tests_on_the_rest():
     as_run = next(x for x in text.splitlines() if x.startswith("| P(Yes) >= 0.5"))
     assert fitted.split("|")[3].strip() == "1.000" and fitted.split("|")[5].strip() == "1.000"  # accuracy, tau
     assert as_run.split("|")[3].strip() == "0.500"
+
+
+def test_fidelity_bench_resumes_and_reports_each_mode_of_a_shared_journal_apart(tmp_path, scripted, capsys):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_nugget_fidelity as b
+
+    f = tmp_path / "x.csv"
+    f.write_text(
+        "qid;query;sysA;sysA_automatically_detected_nuggets;sysA_nuggets_importance;sysA_nuggets_assignments;"
+        "sysA_v_strict_score\nq1;what?;Answer A;['n1'];['vital'];['support'];1.0\n")
+    journal = tmp_path / "j.jsonl"
+    journal.write_text(json.dumps({"qid": "q1", "system": "sysA", "mode": "list", "ours": ["not_support"],
+                                   "gpt4o": ["support"], "importance": ["vital"], "p_yes": [], "seconds": 1.0}) + "\n")
+    spec, model = scripted(judge=0.9)
+    b.main(["--file", str(f), "--topics", "1", "--judge", spec, "--mode", "yesno", "--journal", str(journal)])
+    out = capsys.readouterr().out
+    # the list-mode row is not taken for a yes/no one: the yes/no run judged the response itself
+    rows = [json.loads(x) for x in journal.read_text().splitlines()]
+    assert [r["mode"] for r in rows] == ["list", "yesno"] and rows[1]["ours"] == ["support"]
+    assert "(1 system responses" in out and "| accuracy | 1.000 |" in out
+    b.main(["--file", str(f), "--topics", "1", "--judge", spec, "--mode", "list", "--journal", str(journal),
+            "--report-only"])
+    assert "| accuracy | 0.000 |" in capsys.readouterr().out  # the list row, alone
