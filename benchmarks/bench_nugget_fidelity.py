@@ -5,7 +5,7 @@ labels each system response; we report per-nugget agreement with GPT-4o (accurac
 support / partial_support / not_support, the confusion matrix) and each system's mean V_strict by our
 labels vs GPT-4o's, with Kendall's tau between the two system rankings. In ``--mode yesno`` the journal
 keeps each nugget's P(Yes), and the report also fits two thresholds on it (support at, partial at; maximum
-kappa) on the even-numbered complete topics and tests them on the odd-numbered ones.
+kappa) on half of the complete topics and tests them on the other half, both ways round.
 
 Resumable: each (topic, system) is journalled to ``--journal`` as it finishes; re-running continues.
 ``--minutes`` stops starting new topics after that much time (the finished ones stay journalled).
@@ -89,13 +89,21 @@ def system_tau(rows: list[dict], systems: list[str], ours_key: str) -> tuple[flo
 
 
 def fitted_report(rows: list[dict], complete: list[str], systems: list[str]) -> list[str]:
-    """yes/no mode: thresholds on the "fully captured" P(Yes) fitted (max Cohen's kappa) on the even-numbered
-    complete topics, tested on the odd-numbered ones, against the same test topics at the 0.5 cut-off."""
-    from citegraph.eval.nuggets import agreement, fit_thresholds, labels_from_scores
-
+    """yes/no mode: thresholds on the "fully captured" P(Yes) fitted (max Cohen's kappa) on one half of the
+    complete topics and tested on the other, both ways round (even-numbered → odd, then odd → even), against
+    the same test topics at the 0.5 cut-off; with each system's V_strict on the test topics, so a change in
+    Kendall tau can be traced to the systems that swapped places."""
     rows = [r for r in rows if r["qid"] in complete and r.get("mode") == "yesno"
             and len(r.get("p_yes") or []) == len(r["gpt4o"])]
-    fit_q = set(complete[0::2])
+    out: list[str] = []
+    for name, fit_q in (("even-numbered", set(complete[0::2])), ("odd-numbered", set(complete[1::2]))):
+        out += _fold(rows, systems, name, fit_q)
+    return out
+
+
+def _fold(rows: list[dict], systems: list[str], name: str, fit_q: set[str]) -> list[str]:
+    from citegraph.eval.nuggets import agreement, fit_thresholds, labels_from_scores
+
     fit = [r for r in rows if r["qid"] in fit_q]
     test = [r for r in rows if r["qid"] not in fit_q]
     if not fit or not test:
@@ -105,15 +113,18 @@ def fitted_report(rows: list[dict], complete: list[str], systems: list[str]) -> 
             for r in test]
     at_half = agreement([a for r in test for a in r["ours"]], [g for r in test for g in r["gpt4o"]])
     fitted = agreement([a for r in test for a in r["fitted"]], [g for r in test for g in r["gpt4o"]])
-    tau_half = system_tau(test, systems, "ours")[0]
-    tau_fit = system_tau(test, systems, "fitted")[0]
+    tau_half, v_half, v_gpt = system_tau(test, systems, "ours")
+    tau_fit, v_fit, _ = system_tau(test, systems, "fitted")
     n_test = len({r["qid"] for r in test})
-    return ["", f"Thresholds on P(Yes) fitted on {len(fit_q)} topic(s) (max kappa {best['kappa']:.3f}: support at "
-            f"{best['support_at']:.2f}, partial at {best['partial_at']:.2f}), tested on the other {n_test}:", "",
+    return ["", f"Thresholds on P(Yes) fitted on the {len({r['qid'] for r in fit})} {name} topic(s) (max kappa "
+            f"{best['kappa']:.3f}: support at {best['support_at']:.2f}, partial at {best['partial_at']:.2f}), "
+            f"tested on the other {n_test}:", "",
             "| labels on the test topics | nugget labels | accuracy | Cohen's kappa | Kendall tau (V_strict) |",
             "|---|---|---|---|---|",
             f"| P(Yes) >= 0.5 (as run) | {at_half['n']} | {at_half['accuracy']:.3f} | {at_half['kappa']:.3f} | {tau_half:.3f} |",
-            f"| fitted thresholds | {fitted['n']} | {fitted['accuracy']:.3f} | {fitted['kappa']:.3f} | {tau_fit:.3f} |"]
+            f"| fitted thresholds | {fitted['n']} | {fitted['accuracy']:.3f} | {fitted['kappa']:.3f} | {tau_fit:.3f} |",
+            "", "| system (test topics) | V_strict, P(Yes) >= 0.5 | V_strict, fitted | V_strict, GPT-4o |", "|---|---|---|---|"] + \
+        [f"| {s} | {a:.3f} | {b:.3f} | {g:.3f} |" for s, a, b, g in zip(systems, v_half, v_fit, v_gpt)]
 
 
 def main(argv=None) -> None:
