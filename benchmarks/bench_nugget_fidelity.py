@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -51,12 +52,14 @@ def report(rows: list[dict], systems: list[str]) -> str:
     ours = [a for r in rows for a in r["ours"]]
     gpt = [a for r in rows for a in r["gpt4o"]]
     ag = agreement(ours, gpt)
+    lo, hi = agreement_interval(rows)
     n_resp = len(rows)
     rows = [r for r in rows if r["qid"] in complete]
     out = [f"agreement over {n_resp} judged system response(s) ({ag['n']} nugget labels); system V_strict over "
            f"{len(complete)} topic(s) with all {len(systems)} systems",
            "", "| per-nugget agreement with GPT-4o | value |", "|---|---|",
-           f"| accuracy | {ag['accuracy']:.3f} |", f"| Cohen's kappa | {ag['kappa']:.3f} |",
+           f"| accuracy [95% interval over topics] | {ag['accuracy']:.3f} [{lo['accuracy']:.3f}, {hi['accuracy']:.3f}] |",
+           f"| Cohen's kappa [95% interval over topics] | {ag['kappa']:.3f} [{lo['kappa']:.3f}, {hi['kappa']:.3f}] |",
            f"| our labels (support/partial/not) | {'/'.join(str(Counter(ours)[l]) for l in ASSIGN_LABELS)} |",
            f"| GPT-4o labels (support/partial/not) | {'/'.join(str(Counter(gpt)[l]) for l in ASSIGN_LABELS)} |",
            "", "Confusion (rows GPT-4o, columns ours):", "", "| GPT-4o \\ ours | " + " | ".join(ASSIGN_LABELS) + " |",
@@ -73,6 +76,34 @@ def report(rows: list[dict], systems: list[str]) -> str:
     out += ["", f"Kendall tau between the system rankings by V_strict: {tau:.3f}"]
     out += fitted_report(rows, complete, systems)
     return "\n".join(out)
+
+
+def agreement_interval(rows: list[dict], key: str = "ours", n: int = 1000, seed: int = 0) -> tuple[dict, dict]:
+    """95% bootstrap interval of accuracy and Cohen's kappa, resampling topics (a topic's labels move
+    together: they share a query, its nuggets and one judge's habits); ``n`` resamples, fixed seed."""
+    import numpy as np
+
+    from citegraph.eval.nuggets import agreement
+
+    by_topic: dict[str, tuple[list[str], list[str]]] = {}
+    for r in rows:
+        o, g = by_topic.setdefault(r["qid"], ([], []))
+        o.extend(r[key])
+        g.extend(r["gpt4o"])
+    topics = list(by_topic)
+    rng = np.random.default_rng(seed)
+    accs, kappas = [], []
+    with warnings.catch_warnings():  # a resample holding one label only has an undefined kappa (nan)
+        warnings.simplefilter("ignore")
+        for _ in range(n):
+            pick = rng.integers(0, len(topics), len(topics))
+            ours = [a for i in pick for a in by_topic[topics[i]][0]]
+            gpt = [a for i in pick for a in by_topic[topics[i]][1]]
+            ag = agreement(ours, gpt)
+            accs.append(ag["accuracy"])
+            kappas.append(ag["kappa"])
+        q = lambda xs, p: float(np.nanpercentile(xs, p))  # noqa: E731
+        return ({"accuracy": q(accs, 2.5), "kappa": q(kappas, 2.5)}, {"accuracy": q(accs, 97.5), "kappa": q(kappas, 97.5)})
 
 
 def system_tau(rows: list[dict], systems: list[str], ours_key: str) -> tuple[float, list[float], list[float]]:
@@ -116,13 +147,18 @@ def _fold(rows: list[dict], systems: list[str], name: str, fit_q: set[str]) -> l
     tau_half, v_half, v_gpt = system_tau(test, systems, "ours")
     tau_fit, v_fit, _ = system_tau(test, systems, "fitted")
     n_test = len({r["qid"] for r in test})
+
+    def ci(rs: list[dict], key: str) -> str:
+        lo, hi = agreement_interval(rs, key)
+        return f"[{lo['kappa']:.3f}, {hi['kappa']:.3f}]"
+
     return ["", f"Thresholds on P(Yes) fitted on the {len({r['qid'] for r in fit})} {name} topic(s) (max kappa "
             f"{best['kappa']:.3f}: support at {best['support_at']:.2f}, partial at {best['partial_at']:.2f}), "
             f"tested on the other {n_test}:", "",
-            "| labels on the test topics | nugget labels | accuracy | Cohen's kappa | Kendall tau (V_strict) |",
+            "| labels on the test topics | nugget labels | accuracy | Cohen's kappa [95% interval over topics] | Kendall tau (V_strict) |",
             "|---|---|---|---|---|",
-            f"| P(Yes) >= 0.5 (as run) | {at_half['n']} | {at_half['accuracy']:.3f} | {at_half['kappa']:.3f} | {tau_half:.3f} |",
-            f"| fitted thresholds | {fitted['n']} | {fitted['accuracy']:.3f} | {fitted['kappa']:.3f} | {tau_fit:.3f} |",
+            f"| P(Yes) >= 0.5 (as run) | {at_half['n']} | {at_half['accuracy']:.3f} | {at_half['kappa']:.3f} {ci(test, 'ours')} | {tau_half:.3f} |",
+            f"| fitted thresholds | {fitted['n']} | {fitted['accuracy']:.3f} | {fitted['kappa']:.3f} {ci(test, 'fitted')} | {tau_fit:.3f} |",
             "", "| system (test topics) | V_strict, P(Yes) >= 0.5 | V_strict, fitted | V_strict, GPT-4o |", "|---|---|---|---|"] + \
         [f"| {s} | {a:.3f} | {b:.3f} | {g:.3f} |" for s, a, b, g in zip(systems, v_half, v_fit, v_gpt)]
 

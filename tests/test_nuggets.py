@@ -248,7 +248,7 @@ def test_fidelity_bench_resumes_and_reports_each_mode_of_a_shared_journal_apart(
     # the list-mode row is not taken for a yes/no one: the yes/no run judged the response itself
     rows = [json.loads(x) for x in journal.read_text().splitlines()]
     assert [r["mode"] for r in rows] == ["list", "yesno"] and rows[1]["ours"] == ["support"]
-    assert "(1 system responses" in out and "| accuracy | 1.000 |" in out
+    assert "(1 system responses" in out and "| accuracy [95% interval over topics] | 1.000 [1.000, 1.000] |" in out
     b.main(["--file", str(f), "--topics", "1", "--judge", spec, "--mode", "list", "--journal", str(journal),
             "--report-only"])
-    assert "| accuracy | 0.000 |" in capsys.readouterr().out  # the list row, alone
+    assert "| accuracy [95% interval over topics] | 0.000 [" in capsys.readouterr().out  # the list row, alone
