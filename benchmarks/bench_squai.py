@@ -10,7 +10,11 @@ sentence) by ``--verifier``, LLM calls, tokens and seconds. Re-running the same 
 
 ``--filter-table N``: no final answers; for the first N questions (stopping when ``--minutes`` is
 spent) SQuAI runs up to its filter (decompose, retrieve, Agent 2, Agent 3) and the table says how
-often the filter keeps each question's own chunks at n = 0, 0.5, 1 (journal ``filter.jsonl``).
+often the filter keeps each question's own chunks at n = 0, 0.5, 1 (journal ``filter.jsonl``). The main
+run journals SQuAI's own filter trace there as well (sub-questions, candidates, RelScores), so after it
+``--filter-table`` runs only the questions it has not answered. A question whose score is journalled is
+not answered again, so ``scores.jsonl`` and ``filter.jsonl`` alone (``answers.jsonl`` holds the data
+set's chunks and is not kept) let a later session on another machine finish the table.
 
     python benchmarks/bench_squai.py --write-corpus runs/squai_corpus.jsonl
     citegraph index build --corpus runs/squai_corpus.jsonl --index runs/squai_index
@@ -99,10 +103,39 @@ def answer(method: str, qid: str, question: str, docs, args) -> dict:
     else:
         item = Item(id=qid, question=question, documents=docs)
     t0 = time.perf_counter()
-    ans, usage = answer_item(build_graph(method), item, make_context(method, **knobs))
+    if method == "squai":  # on a checkpointed thread, so that its filter trace can be read back afterwards
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        graph, thread = build_graph(method, checkpointer=InMemorySaver()), uuid.uuid4().hex
+        ans, usage = answer_item(graph, item, make_context(method, **knobs), thread=thread)
+        trace = filter_trace(qid, question, graph.get_state({"configurable": {"thread_id": thread}}).values)
+    else:
+        ans, usage, trace = *answer_item(build_graph(method), item, make_context(method, **knobs)), None
     usage["seconds"] = round(time.perf_counter() - t0, 3)
-    return {"key": f"{method}/{qid}", "method": method, "id": qid, "question": question,
-            "answer": ans.model_dump(mode="json"), "usage": usage}
+    return {"key": f"{method}/{qid}", "method": method, "id": qid, "question": question, "commit": COMMIT,
+            "answer": ans.model_dump(mode="json"), "usage": usage, "filter_trace": trace}
+
+
+def filter_trace(qid: str, question: str, st: dict) -> dict:
+    """What the filter table needs from a SQuAI state: the sub-questions, candidates and their RelScores."""
+    scores = {(j.sub_q, j.rank): j.rel_score for j in st["judgements"]}
+    cands = [{"sub_q": c.sub_q, "rank": c.rank, "doc_id": c.doc_id or c.key, "rel_score": scores.get((c.sub_q, c.rank))}
+             for c in st["candidates"]]
+    return {"key": qid, "id": qid, "question": question, "commit": COMMIT, "sub_questions": st["sub_questions"],
+            "candidates": cands, "filters": [f.model_dump(mode="json") for f in st["filters"]]}
+
+
+def _commit() -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+COMMIT = _commit()
 
 
 #: contextual-relevancy judgements of this process, keyed by (judge, question, context document): rag and
@@ -125,6 +158,7 @@ def score(row: dict, args) -> dict:
     u = row["usage"]
     return {"key": row["key"], "method": row["method"], "id": row["id"], **{k: v for k, v in de.as_dict().items()
             if k in ("answer_relevancy", "faithfulness", "contextual_relevancy", "mean")},
+            "commit": row.get("commit"), "score_commit": COMMIT,
             "citation_f1": cf.f1, "support_precision": support, "llm_calls": u.get("llm_calls"),
             "tokens": u.get("tokens"), "seconds": u.get("seconds"), "problems": de.problems,
             "score_seconds": round(time.perf_counter() - t0, 3), "details": de.details}
@@ -180,12 +214,7 @@ def filter_row(qid: str, question: str, docs, args) -> dict:
                  context=SquaiContext(llm=args.llm, verifier=args.verifier, corpus=args.index),
                  interrupt_before=None if args.full_answers else ["merge"])
     st = g.get_state(cfg).values
-    scores = {(j.sub_q, j.rank): j.rel_score for j in st["judgements"]}
-    cands = [{"sub_q": c.sub_q, "rank": c.rank, "doc_id": c.doc_id or c.key, "rel_score": scores.get((c.sub_q, c.rank))}
-             for c in st["candidates"]]
-    row = {"key": qid, "id": qid, "question": question, "sub_questions": st["sub_questions"], "candidates": cands,
-           "filters": [f.model_dump(mode="json") for f in st["filters"]],
-           "doc_answers": [a.model_dump(mode="json") for a in st["doc_answers"]],
+    row = {**filter_trace(qid, question, st), "doc_answers": [a.model_dump(mode="json") for a in st["doc_answers"]],
            "llm_calls": tracker.totals()["llm_calls"], "tokens": tracker.totals()["tokens"],
            "nodes": tracker.per_node(), "seconds": round(time.perf_counter() - t0, 3)}
     if args.full_answers and st.get("answer") is not None:
@@ -287,16 +316,20 @@ def main(argv=None) -> int:
         print(f"unknown method(s) {bad}; choose from {METHODS}", file=sys.stderr)
         return 2
     answers, scores = Journal(args.out / "answers.jsonl"), Journal(args.out / "scores.jsonl")
+    filters = Journal(args.out / "filter.jsonl")
     for qid, q in questions:
         for m in methods:
             key = f"{m}/{qid}"
             if args.report_only:
                 continue
-            if key not in answers.rows:
+            if key not in answers.rows and key not in scores.rows:  # a scored row is done, answer or not
                 if not time_left():
                     break
                 answers.add(answer(m, qid, q, docs, args))
                 print(f"{key}: answered in {answers.rows[key]['usage']['seconds']:.0f} s", flush=True)
+                trace = answers.rows[key].get("filter_trace")
+                if trace and qid not in filters.rows:  # SQuAI's own run gives the filter table's row
+                    filters.add(trace)
             if not args.no_score and key not in scores.rows and time_left():
                 scores.add(score(answers.rows[key], args))
                 print(f"{key}: scored in {scores.rows[key]['score_seconds']:.0f} s", flush=True)

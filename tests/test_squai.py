@@ -427,12 +427,21 @@ def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path,
     assert by["squai"]["llm_calls"] == 10
     printed = capsys.readouterr().out
     assert "| squai | 1 |" in printed and "SQuAI abstract (paper)" in printed
+    # SQuAI's own run journals its filter trace: the filter table's row for q0
+    frows = [json.loads(x) for x in (out / "filter.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in frows] == ["q0"] and len(frows[0]["candidates"]) == 4
+    assert all(c["rel_score"] is not None for c in frows[0]["candidates"]) and frows[0]["commit"]
     n_calls = len(model.calls)
     assert bench_squai.main(argv) == 0          # resumed: nothing is answered or scored again
+    (out / "answers.jsonl").unlink()            # a later session keeps only scores.jsonl and filter.jsonl
+    assert bench_squai.main(argv) == 0
     assert len(model.calls) == n_calls
     assert bench_squai.main(["--data", str(data), "--filter-table", "2", "--llm", spec, "--verifier", verifier[0],
                              "--out", str(out)]) == 0
     printed = capsys.readouterr().out
+    # only q1 ran: q0's row came from SQuAI's own run
+    later = " ".join(str(c) for c in model.calls[n_calls:])
+    assert "How is bread baked?" in later and "What are qubits used for?" not in later
     frows = [json.loads(x) for x in (out / "filter.jsonl").read_text().splitlines()]
     assert [r["id"] for r in frows] == ["q0", "q1"] and all(len(r["candidates"]) == 4 for r in frows)
     assert "Judge filter on 2 question(s), corpus of 4 chunks" in printed
