@@ -151,14 +151,15 @@ def score(row: dict, args) -> dict:
     ans = AttributedAnswer.model_validate(row["answer"])
     t0 = time.perf_counter()
     de = deepeval_scores(row["question"], ans.text, context_texts(ans.documents), args.judge or args.llm,
-                         context_cache=CONTEXT_CACHE)
+                         context_cache=CONTEXT_CACHE, context_mode=args.context_judge)
     cf = raac_citation_f1(ans, args.verifier)
     pairs = [(e.text, s.text) for s in ans.sentences for e in s.evidence]
     support = (sum(judge(args.verifier, pairs)) / len(pairs)) if pairs else None
     u = row["usage"]
     return {"key": row["key"], "method": row["method"], "id": row["id"], **{k: v for k, v in de.as_dict().items()
             if k in ("answer_relevancy", "faithfulness", "contextual_relevancy", "mean")},
-            "commit": row.get("commit"), "score_commit": COMMIT,
+            "commit": row.get("commit"), "score_commit": COMMIT, "context_judge": args.context_judge,
+            "context_ids": [d.id.split("#")[0] for d in ans.documents],
             "citation_f1": cf.f1, "support_precision": support, "llm_calls": u.get("llm_calls"),
             "tokens": u.get("tokens"), "seconds": u.get("seconds"), "problems": de.problems,
             "score_seconds": round(time.perf_counter() - t0, 3), "details": de.details}
@@ -262,6 +263,10 @@ def main(argv=None) -> int:
     ap.add_argument("--llm", default="local")
     ap.add_argument("--judge", default="", help="judge model spec for the DeepEval metrics (default: --llm)")
     ap.add_argument("--verifier", default="default")
+    ap.add_argument("--context-judge", default="logodds", choices=("logodds", "json"),
+                    help="contextual relevancy: logodds = each sentence of a context document judged by first-token "
+                         "Yes/No log-odds (default); json = DeepEval's one call per document (the 1.5B judge says "
+                         "yes to everything there)")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "squai_simple")
     ap.add_argument("--no-score", action="store_true", help="answer only; score later")
     ap.add_argument("--filter-table", type=int, default=0, metavar="N", help="the judge-filter table on N questions")

@@ -291,6 +291,39 @@ def test_rag_top_k_in_one_prompt_with_citations(scripted, fake_corpus):
     assert all(f"[{i}]" in prompt for i in range(1, 5)) and "Cite the supporting document" in prompt
 
 
+def _uncited_then(second: str):
+    """Agent 4 / the RAG prompt first writes an uncited answer; asked again (the reminder), ``second``."""
+    base = script('{"split": false, "sub_questions": []}', "Quantum computing uses qubits.")
+
+    def reply(messages, kwargs):
+        if len(messages) > 1 and "cites no document" in messages[-1].content:
+            assert messages[-2].content == "Quantum computing uses qubits."  # the same conversation
+            return second
+        return base(messages, kwargs)
+    return reply
+
+
+@pytest.mark.parametrize("graph_name,ctx_cls", [("squai", SquaiContext), ("rag", RagContext)])
+def test_an_uncited_reply_is_asked_again_once(scripted, verifier, graph_name, ctx_cls):
+    spec, model = scripted(_uncited_then("Quantum computing uses qubits [1]."), judge=relevant)
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0]))
+    ans = state["answer"]
+    assert [s.citations for s in ans.sentences] == [[1]] and state["generation"] == "Quantum computing uses qubits [1]."
+    assert state["citation_retry"] == ["reply 1 cited no document; asked again: the new reply cites"]
+    assert any("asked again" in w for w in ans.warnings)
+    reminders = [c for c in model.calls if "cites no document" in c["messages"][-1].content]
+    assert len(reminders) == 1
+    # asked again and still uncited (or citing only numbers outside the list): the first reply is kept, said so
+    spec, model = scripted(_uncited_then("Quantum computing is fast [9]."), judge=relevant)
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0]))
+    assert state["generation"] == "Quantum computing uses qubits." and state["answer"].sentences[0].citations == []
+    assert state["citation_retry"][-1] == "kept the first reply (uncited)"
+    # citation_retries = 0: one call, nothing asked again
+    spec, model = scripted(_uncited_then("Quantum computing uses qubits [1]."), judge=relevant)
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], citation_retries=0))
+    assert state["citation_retry"] == [] and not any("cites no document" in c["messages"][-1].content for c in model.calls)
+
+
 def test_index_when_no_documents_are_given(scripted, fake_corpus):
     from citegraph.errors import InputError
 
@@ -353,7 +386,7 @@ def test_deepeval_definitions_count_as_deepeval_does(scripted):
         "Break the context into its statements": json.dumps({"verdicts": [
             {"statement": "s1", "verdict": "yes"}, {"statement": "s2", "verdict": "no"}]}),
     }))
-    s = deepeval_scores("Q?", "An answer.", ["ctx one", "ctx two"], spec)
+    s = deepeval_scores("Q?", "An answer.", ["ctx one", "ctx two"], spec, context_mode="json")
     assert s.answer_relevancy == pytest.approx(3 / 4)      # "idk" counts as relevant
     assert s.faithfulness == pytest.approx(2 / 3)          # only a contradiction is penalised
     assert s.contextual_relevancy == pytest.approx(2 / 4)  # over both context documents
@@ -369,13 +402,46 @@ def test_contextual_relevancy_cache_judges_each_context_once_per_question(script
         {"statement": "s1", "verdict": "yes"}, {"statement": "s2", "verdict": "no"}]})}))
     n_ctx = lambda: sum("Break the context" in c["messages"][-1].content for c in model.calls)  # noqa: E731
     cache: dict = {}
-    a = contextual_relevancy("Q?", ["ctx one", "ctx two"], spec, cache=cache)
-    b = contextual_relevancy("Q?", ["ctx two", "ctx three"], spec, cache=cache)  # one new context
+    a = contextual_relevancy("Q?", ["ctx one", "ctx two"], spec, cache=cache, mode="json")
+    b = contextual_relevancy("Q?", ["ctx two", "ctx three"], spec, cache=cache, mode="json")  # one new context
     assert n_ctx() == 3 and a.score == b.score == pytest.approx(0.5)
     assert [d.get("cached", False) for d in b.details["per_context"]] == [True, False]
-    contextual_relevancy("Another question?", ["ctx one"], spec, cache=cache)  # same text, other question
-    contextual_relevancy("Q?", ["ctx one"], spec)  # no cache given: judged again
+    contextual_relevancy("Another question?", ["ctx one"], spec, cache=cache, mode="json")  # same text, other question
+    contextual_relevancy("Q?", ["ctx one"], spec, mode="json")  # no cache given: judged again
     assert n_ctx() == 5
+    # a log-odds judgement of the same document is not the cached json one: judged anew, without the json prompt
+    r = contextual_relevancy("Q?", ["ctx one"], spec, cache=cache)
+    assert n_ctx() == 5 and r.details["per_context"][0]["mode"] == "logodds"
+
+
+def test_contextual_relevancy_logodds_judges_each_sentence(scripted, monkeypatch):
+    """Default mode: the document's sentences are its statements; relevant iff log p(Yes) - log p(No) > 0."""
+    import citegraph.tools.models as M
+    from citegraph.eval.deepeval_metrics import contextual_relevancy
+
+    spec, model = scripted(judge=lambda t: 0.9 if "qubit" in t.split("Statement:")[1] else 0.2)
+    ctx = ["Qubits hold a qubit state. Bread is baked in ovens. A qubit decoheres.", "Rivers flow to the sea."]
+    r = contextual_relevancy("What are qubits?", ctx, spec)
+    assert r.score == pytest.approx(2 / 4) and r.problems == []
+    d = r.details["per_context"]
+    assert [(x["relevant"], x["statements"], x["mode"]) for x in d] == [(2, 3, "logodds"), (0, 1, "logodds")]
+    assert d[0]["log_odds"][0] > 0 > d[0]["log_odds"][1]
+    assert not model.calls  # no generation: the first token's log-odds only
+    # a judge without logprobs: json mode for that document, recorded
+    calls = []
+
+    def no_logprobs(spec, prompt, **kw):
+        calls.append(prompt)
+        raise M.NoLogprobsError("no logprobs here")
+
+    monkeypatch.setattr(M, "yes_no_log_odds", no_logprobs)
+    spec2, model2 = scripted(_judge_script({"Break the context into its statements": json.dumps({"verdicts": [
+        {"statement": "s1", "verdict": "yes"}, {"statement": "s2", "verdict": "no"}, {"statement": "s3", "verdict": "no"}]})}))
+    r = contextual_relevancy("What are qubits?", ctx[:1], spec2)
+    assert r.score == pytest.approx(1 / 3) and r.details["per_context"][0]["mode"] == "json"
+    assert any("no logprobs" in p and "json mode" in p for p in r.problems) and calls
+    with pytest.raises(ValueError, match="choose from"):
+        contextual_relevancy("Q?", ["x"], spec2, mode="verbal")
 
 
 def test_deepeval_unparsable_judge_gives_none_not_a_score(scripted):
@@ -414,14 +480,21 @@ def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path,
             return '{"verdicts": [{"statement": "s", "verdict": "yes"}, {"statement": "t", "verdict": "no"}]}'
         return "Qubits store quantum information [1]."
 
-    spec, model = scripted(reply, judge=lambda t: 0.9 if "Qubits" in t.split("Question:")[0] else 0.2)
+    def judge(t):  # Agent 3 sees the document before "Question:"; contextual relevancy the statement after it
+        return 0.9 if "Qubits" in (t.split("Statement:")[1] if "Statement:" in t else t.split("Question:")[0]) else 0.2
+
+    spec, model = scripted(reply, judge=judge)
     out = tmp_path / "run"
     argv = ["--data", str(data), "--limit", "1", "--llm", spec, "--verifier", verifier[0], "--out", str(out)]
     assert bench_squai.main(argv) == 0
     rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
     assert sorted(r["key"] for r in rows) == ["rag/q0", "squai/q0", "vanilla/q0"]
     by = {r["method"]: r for r in rows}
-    assert by["squai"]["answer_relevancy"] == 1.0 and by["squai"]["contextual_relevancy"] == 0.5
+    # SQuAI kept the two Qubits chunks (both relevant); rag and vanilla had all four (two about bread)
+    assert by["squai"]["answer_relevancy"] == 1.0 and by["squai"]["contextual_relevancy"] == 1.0
+    assert by["rag"]["contextual_relevancy"] == by["vanilla"]["contextual_relevancy"] == 0.5
+    assert sorted(by["rag"]["context_ids"]) == ["q0-c0", "q0-c1", "q1-c0", "q1-c1"]
+    assert by["rag"]["context_judge"] == "logodds"
     assert by["squai"]["support_precision"] == 1.0 and by["rag"]["support_precision"] is None
     # the judge's log-odds evaluations count as LLM calls: decompose + 4 answers + 4 judges + compose
     assert by["squai"]["llm_calls"] == 10

@@ -11,7 +11,10 @@ suite here runs, and posthog telemetry; so the definitions are implemented here:
                        (an unsupported claim, verdict "idk", is not penalised — as in DeepEval, which is
                        why every system in the paper scores >= 0.95; no claims → 1.0)
 - contextual relevancy = relevant statements of the retrieval context / all its statements
-                       (one call per context document; no statements → 0.0, as DeepEval)
+                       (no statements → 0.0, as DeepEval). DeepEval extracts and judges the statements
+                       in one call per context document (``mode="json"``); by default we take the
+                       document's sentences as its statements and judge each by first-token Yes/No
+                       log-odds (``mode="logodds"``: see :func:`contextual_relevancy` for why)
 
 DeepEval's faithfulness first extracts "truths" from the context; we give the context itself to the
 verdict prompt (shorter for a small judge). A judge reply that does not parse after the retries, or
@@ -102,31 +105,66 @@ def faithfulness(answer: str, context: Sequence[str], judge: str, max_tokens: in
     return MetricResult(score, {"claims": claims, "verdicts": verdicts}, problems)
 
 
+CONTEXT_JUDGES = ("logodds", "json")
+
+
 def contextual_relevancy(question: str, context: Sequence[str], judge: str, max_tokens: int = 800,
-                         cache: dict | None = None) -> MetricResult:
-    """``cache`` (a dict the caller keeps): each (judge, question, context document) is judged once and
-    re-used, e.g. by two systems given the same retrieved documents (greedy judges answer the same
+                         cache: dict | None = None, mode: str = "logodds") -> MetricResult:
+    """Relevant statements of the retrieval context / all its statements.
+
+    ``mode="json"`` is DeepEval's procedure: one call per context document that breaks it into
+    statements and gives each a yes/no verdict. ``mode="logodds"`` (default): the statements are the
+    document's sentences (``tools.sentences``) and each is relevant iff the judge's first-token
+    log p(Yes) − log p(No) for "does this statement help answer the question" is > 0 (the same
+    log-odds path as SQuAI's Agent 3). The embedded 1.5B judge said "yes" to every statement of
+    every document in json mode, unrelated ones included; its log-odds separate a question's own
+    chunks from other questions' (benchmarks/bench_squai.py reports both). A judge without logprobs
+    falls back to json mode, recorded.
+
+    ``cache`` (a dict the caller keeps): each (judge, mode, question, context document) is judged once
+    and re-used, e.g. by two systems given the same retrieved documents (greedy judges answer the same
     prompt the same way; a re-used judgement is marked ``cached`` in ``per_context``)."""
+    if mode not in CONTEXT_JUDGES:
+        raise ValueError(f"contextual relevancy mode {mode!r}: choose from {CONTEXT_JUDGES}")
     problems: list[str] = []
     relevant = total = 0
     per_doc = []
     for i, c in enumerate(context):
-        key = (judge, question, c)
+        key = (judge, mode, question, c)
         hit = cache is not None and key in cache
         if hit:
-            vs = cache[key]
+            doc = cache[key]
         else:
-            vs, p = _ask(judge, P.contextual_relevancy_prompt(question, c), P.ContextVerdicts, max_tokens)
+            doc, p = _context_doc(question, c, judge, max_tokens, mode)
             problems += p
-        if vs is None:
+        if doc is None:
             problems.append(f"contextual relevancy: context {i + 1} did not parse")
             return MetricResult(None, {"per_context": per_doc}, problems)
         if cache is not None:
-            cache[key] = vs
-        r = sum(v.verdict == "yes" for v in vs.verdicts)
-        relevant, total = relevant + r, total + len(vs.verdicts)
-        per_doc.append({"relevant": r, "statements": len(vs.verdicts), **({"cached": True} if hit else {})})
+            cache[key] = doc
+        relevant, total = relevant + doc["relevant"], total + doc["statements"]
+        per_doc.append({**doc, **({"cached": True} if hit else {})})
     return MetricResult(relevant / total if total else 0.0, {"per_context": per_doc}, problems)
+
+
+def _context_doc(question: str, context: str, judge: str, max_tokens: int, mode: str) -> tuple[dict | None, list[str]]:
+    """One context document's relevant and total statements (and, in logodds mode, each one's log-odds)."""
+    if mode == "logodds":
+        from citegraph.tools.models import NoLogprobsError, yes_no_log_odds
+        from citegraph.tools.sentences import split_sentences
+
+        statements = [x for x in split_sentences(context) if x.strip()]
+        try:
+            lo = [yes_no_log_odds(judge, P.statement_relevance_prompt(question, x)) for x in statements]
+        except NoLogprobsError as e:
+            doc, p = _context_doc(question, context, judge, max_tokens, "json")
+            return doc, [f"contextual relevancy: {judge} gives no logprobs ({e}); judged in json mode"] + p
+        return {"relevant": sum(x > 0 for x in lo), "statements": len(lo), "mode": "logodds",
+                "log_odds": [round(x, 3) for x in lo]}, []
+    vs, p = _ask(judge, P.contextual_relevancy_prompt(question, context), P.ContextVerdicts, max_tokens)
+    if vs is None:
+        return None, p
+    return {"relevant": sum(v.verdict == "yes" for v in vs.verdicts), "statements": len(vs.verdicts), "mode": "json"}, p
 
 
 def context_texts(documents: Sequence[Document]) -> list[str]:
@@ -134,12 +172,12 @@ def context_texts(documents: Sequence[Document]) -> list[str]:
 
 
 def deepeval_scores(question: str, answer: str, context: Sequence[str], judge: str,
-                    context_cache: dict | None = None) -> DeepEvalScores:
+                    context_cache: dict | None = None, context_mode: str = "logodds") -> DeepEvalScores:
     """All three metrics of one answer; ``context`` is the retrieval context the answer was written from;
-    ``context_cache``: see :func:`contextual_relevancy`."""
+    ``context_cache`` and ``context_mode``: see :func:`contextual_relevancy`."""
     ar = answer_relevancy(question, answer, judge)
     fa = faithfulness(answer, context, judge)
-    cr = contextual_relevancy(question, context, judge, cache=context_cache)
+    cr = contextual_relevancy(question, context, judge, cache=context_cache, mode=context_mode)
     return DeepEvalScores(
         answer_relevancy=ar.score, faithfulness=fa.score, contextual_relevancy=cr.score,
         details={"answer_relevancy": ar.details, "faithfulness": fa.details, "contextual_relevancy": cr.details},

@@ -85,3 +85,11 @@ def contextual_relevancy_prompt(question: str, context: str) -> str:
         '("yes" or "no").\n'
         'Reply with JSON only: {"verdicts": [{"statement": "...", "verdict": "yes"}, ...]}'
     )
+
+
+def statement_relevance_prompt(question: str, statement: str) -> str:
+    """Contextual relevancy, logodds mode: one statement of the context, scored by the first token."""
+    return (
+        f"Question: {question}\n\nStatement: {statement}\n\n"
+        "Does this statement help answer the question? Reply with only Yes or No."
+    )

@@ -122,3 +122,11 @@ def rag_prompt(question: str, docs: list[Document], max_words: int) -> str:
         f"Question: {question}\n\n"
         "Answer (every sentence with its citation [n]):"
     )
+
+
+# --------------------------------------------------------------------------- citation reminder (ours)
+CITE_REMINDER = (
+    "Your answer cites no document. Write it again: end every sentence with the number of the document "
+    "that states it, as [n] (several as [1][2]), before the period, and leave out any sentence that no "
+    "document states."
+)

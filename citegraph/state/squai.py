@@ -68,6 +68,10 @@ class SquaiContext(RetrievalKnobs, BaseContext):
                           choices=("chunk", "document"))
     max_evidence: int = knob(2, "Supporting sentences stored per citation: the verifier's best entailing sentences of the "
                                 "cited document.", ge=1)
+    citation_retries: int = knob(1, "Agent 4: a reply that cites none of the merged documents is asked again this many times, "
+                                    "in the same conversation, to add [n] citations (the paper has no such step; the embedded "
+                                    "1.5B model sometimes writes a fluent answer with no citation despite the rules and "
+                                    "exemplars). 0 = keep the first reply.", ge=0, le=3)
 
 
 @dataclass(kw_only=True)
@@ -78,6 +82,9 @@ class RagContext(RetrievalKnobs, BaseContext):
                       ge=1, le=50)
     candidate_factor: int = knob(2, "Each retriever contributes candidate_factor*top_k candidates to the hybrid fusion.", ge=1)
     max_doc_words: int = knob(300, "Truncate each document to this many words in the prompt (0 = no limit).")
+    citation_retries: int = knob(1, "A reply that cites none of the documents is asked again this many times, in the same "
+                                    "conversation, to add [n] citations (as for SQuAI's Agent 4, so that the two systems are "
+                                    "compared on equal terms). 0 = keep the first reply.", ge=0, le=3)
 
 
 # --------------------------------------------------------------------------- trace records
@@ -186,6 +193,7 @@ class SquaiState(InputState, OutputState, RunContextState):
     prompt: str = ""
     generation: str = Field(default="", description="Agent 4's reply as written (decoding loops are cut when it is parsed).")
     truncated: bool = Field(default=False, description="Agent 4's reply stopped at max_new_tokens.")
+    citation_retry: list[str] = Field(default_factory=list, description="Agent 4 asked again because its reply cited no document: what each try gave.")
     citation_checks: list[CitationCheck] = Field(default_factory=list)
 
 
@@ -196,3 +204,4 @@ class RagState(InputState, OutputState, RunContextState):
     prompt: str = ""
     generation: str = Field(default="", description="The reply as written (decoding loops are cut when it is parsed).")
     truncated: bool = Field(default=False, description="The reply stopped at max_new_tokens.")
+    citation_retry: list[str] = Field(default_factory=list, description="Asked again because the reply cited no document: what each try gave.")

@@ -11,7 +11,7 @@ import threading
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite, Send
 
-from citegraph.nodes.common import answer_from_text
+from citegraph.nodes.common import answer_from_text, cited_reply
 from citegraph.nodes.squai.retrieval import candidates_for, open_corpus
 from citegraph.prompts import squai as P
 from citegraph.state import AttributedAnswer, Evidence
@@ -20,7 +20,7 @@ from citegraph.state.squai import (
     SubQuestionFilter, SubQuestionTask,
 )
 from citegraph.tools.loops import clean_loops
-from citegraph.tools.models import NoLogprobsError, chat_reply, chat_text, structured, yes_no_log_odds
+from citegraph.tools.models import NoLogprobsError, chat_text, structured, yes_no_log_odds
 from citegraph.tools.progress import emit
 from citegraph.tools.sentences import split_sentences
 from citegraph.tools.verifier import get_verifier
@@ -247,10 +247,11 @@ def compose(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
     ctx = runtime.context
     docs = [m.document for m in state.merged]
     if not docs:
-        return {"prompt": "", "generation": "", "truncated": False}
+        return {"prompt": "", "generation": "", "truncated": False, "citation_retry": []}
     prompt = P.compose_prompt(state.question, state.sub_questions, docs, ctx.max_doc_words)
-    reply = chat_reply(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
-    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated}
+    reply, retry = cited_reply(ctx.llm, prompt, len(docs), retries=ctx.citation_retries, reminder=P.CITE_REMINDER,
+                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": retry}
 
 
 def supporting_sentences(answer: AttributedAnswer, verifier, max_evidence: int) -> tuple[AttributedAnswer, list[CitationCheck]]:
@@ -292,6 +293,7 @@ def attach_evidence(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
         fallback=state.fallback, rel_scores=[m.rel_score for m in state.merged], raw_output=state.generation,
     )
     ans.warnings += [f"Agent 4 looped: {n}" for n in loops]
+    ans.warnings += [f"Agent 4 {n}" for n in state.citation_retry]
     if not docs:
         ans.warnings.append("no documents to answer from")
     ans, checks = supporting_sentences(ans, get_verifier(ctx.verifier), ctx.max_evidence)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from citegraph.nodes.common import answer_from_text
+from citegraph.nodes.common import answer_from_text, cited_reply
 from citegraph.nodes.squai.retrieval import candidates_for, open_corpus
 from citegraph.prompts import squai as P
 from citegraph.state.squai import RagContext, RagState
 from citegraph.tools.loops import clean_loops
-from citegraph.tools.models import chat_reply
 
 
 def retrieve(state: RagState, runtime: Runtime[RagContext]) -> dict:
@@ -25,10 +24,11 @@ def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:
     ctx = runtime.context
     docs = [c.document for c in state.retrieved]
     if not docs:
-        return {"prompt": "", "generation": "", "truncated": False}
+        return {"prompt": "", "generation": "", "truncated": False, "citation_retry": []}
     prompt = P.rag_prompt(state.question, docs, ctx.max_doc_words)
-    reply = chat_reply(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
-    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated}
+    reply, retry = cited_reply(ctx.llm, prompt, len(docs), retries=ctx.citation_retries, reminder=P.CITE_REMINDER,
+                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": retry}
 
 
 def attribute(state: RagState, runtime: Runtime[RagContext]) -> dict:
@@ -38,6 +38,7 @@ def attribute(state: RagState, runtime: Runtime[RagContext]) -> dict:
     text = clean_loops(state.generation, state.truncated, loops)
     ans = answer_from_text(text, state.question, docs, method="rag", raw_output=state.generation)
     ans.warnings += [f"the reply looped: {n}" for n in loops]
+    ans.warnings += [f"the {n}" for n in state.citation_retry]
     if not docs:
         ans.warnings.append("nothing retrieved")
     return {"answer": ans}
