@@ -160,7 +160,7 @@ def part_odsum(args) -> None:
     metrics = [f"precision@{k}" for k in (3, 8, 10)] + [f"recall@{k}" for k in (3, 8, 10)] + ["ndcg@10"]
     results = {label: _evaluate(qrels, store[label], metrics) for label, _, _ in configs}
     best = max((f"hybrid a={a}" for a in alphas), key=lambda l: results[l]["ndcg@10"] + results[l]["recall@10"])
-    print(f"\nalpha sweep (dev queries; alpha = weight of the dense score), nDCG@10 / F1@10:")
+    print("\nalpha sweep (dev queries; alpha = weight of the dense score), nDCG@10 / F1@10:")
     print(_table(["alpha"] + [str(a) for a in alphas],
                  [["nDCG@10"] + [f"{100 * results[f'hybrid a={a}']['ndcg@10']:.2f}" for a in alphas],
                   ["F1@10"] + [f"{100 * _f1(results[f'hybrid a={a}'], 10):.2f}" for a in alphas]]))

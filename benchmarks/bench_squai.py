@@ -196,6 +196,28 @@ def table(scores: list[dict], methods) -> str:
     return "\n".join(lines)
 
 
+def context_judge_check(scores: list[dict]) -> str:
+    """How the contextual-relevancy judge tells a question's own chunks from other questions' chunks: the
+    share of statements judged relevant in each (every (question, chunk) once; the chunks of other
+    questions are mostly unrelated, though some may be relevant)."""
+    seen: dict[tuple, tuple[int, int]] = {}
+    for r in scores:
+        per = (r.get("details") or {}).get("contextual_relevancy", {}).get("per_context", [])
+        for doc_id, d in zip(r.get("context_ids") or [], per):
+            seen[(r["id"], doc_id, r.get("context_judge"))] = (d["relevant"], d["statements"])
+    lines = ["| judge mode | chunks | own: relevant / statements | other questions': relevant / statements |",
+             "|---|---|---|---|"]
+    for mode in sorted({k[2] for k in seen}, key=str):
+        own = [v for (q, doc, m), v in seen.items() if m == mode and doc.startswith(f"{q}-")]
+        oth = [v for (q, doc, m), v in seen.items() if m == mode and not doc.startswith(f"{q}-")]
+
+        def share(xs):
+            rel, tot = sum(x[0] for x in xs), sum(x[1] for x in xs)
+            return f"{rel / tot:.3f} ({rel}/{tot}, {len(xs)} chunks)" if tot else "n/a"
+        lines.append(f"| {mode} | {len(own) + len(oth)} | {share(own)} | {share(oth)} |")
+    return "\n".join(lines)
+
+
 def filter_row(qid: str, question: str, docs, args) -> dict:
     """SQuAI up to its filter (interrupt before merge): the sub-questions, candidates and RelScores."""
     from langgraph.checkpoint.memory import InMemorySaver
@@ -342,6 +364,9 @@ def main(argv=None) -> int:
     print(f"\nunarXive Simple, first {args.limit} questions, corpus of {len(docs)} chunks; llm={args.llm}, "
           f"judge={args.judge or args.llm}, verifier={args.verifier}; mean [95% bootstrap interval]:")
     print(table(done, methods))
+    print("\nContextual-relevancy judge: share of statements judged relevant in a question's own chunks and in "
+          "other questions' chunks (each retrieved (question, chunk) once):")
+    print(context_judge_check(done))
     return 0
 
 

@@ -495,10 +495,12 @@ def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path,
     assert by["rag"]["contextual_relevancy"] == by["vanilla"]["contextual_relevancy"] == 0.5
     assert sorted(by["rag"]["context_ids"]) == ["q0-c0", "q0-c1", "q1-c0", "q1-c1"]
     assert by["rag"]["context_judge"] == "logodds"
+    printed = capsys.readouterr().out
+    # the judge check: q0's own chunks (qubits) 2/2 relevant, q1's (bread) 0/2, each chunk counted once
+    assert "| logodds | 4 | 1.000 (2/2, 2 chunks) | 0.000 (0/2, 2 chunks) |" in printed, printed
     assert by["squai"]["support_precision"] == 1.0 and by["rag"]["support_precision"] is None
     # the judge's log-odds evaluations count as LLM calls: decompose + 4 answers + 4 judges + compose
     assert by["squai"]["llm_calls"] == 10
-    printed = capsys.readouterr().out
     assert "| squai | 1 |" in printed and "SQuAI abstract (paper)" in printed
     # SQuAI's own run journals its filter trace: the filter table's row for q0
     frows = [json.loads(x) for x in (out / "filter.jsonl").read_text().splitlines()]

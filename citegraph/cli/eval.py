@@ -10,7 +10,6 @@ from __future__ import annotations
 from citegraph.cli.common import add_failure_args
 
 import argparse
-import os
 from typing import Any
 
 from citegraph.errors import InputError
