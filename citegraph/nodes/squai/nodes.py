@@ -293,7 +293,7 @@ def attach_evidence(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
         fallback=state.fallback, rel_scores=[m.rel_score for m in state.merged], raw_output=state.generation,
     )
     ans.warnings += [f"Agent 4 looped: {n}" for n in loops]
-    ans.warnings += [f"Agent 4 {n}" for n in state.citation_retry]
+    ans.warnings += [f"Agent 4 citation retry: {n}" for n in state.citation_retry]
     if not docs:
         ans.warnings.append("no documents to answer from")
     ans, checks = supporting_sentences(ans, get_verifier(ctx.verifier), ctx.max_evidence)

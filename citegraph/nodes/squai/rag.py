@@ -38,7 +38,7 @@ def attribute(state: RagState, runtime: Runtime[RagContext]) -> dict:
     text = clean_loops(state.generation, state.truncated, loops)
     ans = answer_from_text(text, state.question, docs, method="rag", raw_output=state.generation)
     ans.warnings += [f"the reply looped: {n}" for n in loops]
-    ans.warnings += [f"the {n}" for n in state.citation_retry]
+    ans.warnings += [f"citation retry: {n}" for n in state.citation_retry]
     if not docs:
         ans.warnings.append("nothing retrieved")
     return {"answer": ans}
