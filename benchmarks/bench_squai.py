@@ -218,6 +218,29 @@ def context_judge_check(scores: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def judge_check_row(row: dict, other_question: str, args) -> dict:
+    """Answer relevancy of a scored answer's statements against ANOTHER question of the data set: a judge
+    that tells relevant from irrelevant statements gives far less here than on the answer's own question."""
+    from citegraph.eval.deepeval_metrics import statements_relevancy
+
+    statements = row["details"]["answer_relevancy"].get("statements") or []
+    r = statements_relevancy(other_question, statements, args.judge or args.llm)
+    return {"key": row["key"], "method": row["method"], "id": row["id"], "own": row["answer_relevancy"],
+            "other": r.score, "other_question": other_question, "verdicts": r.details.get("verdicts"),
+            "problems": r.problems, "commit": COMMIT}
+
+
+def judge_check_table(rows: list[dict]) -> str:
+    lines = ["| system | answers | answer relevancy, own question | answer relevancy, the next question |", "|---|---|---|---|"]
+    for m in METHODS:
+        rs = [r for r in rows if r["method"] == m and r["own"] is not None and r["other"] is not None]
+        if rs:
+            own, oth = interval([r["own"] for r in rs]), interval([r["other"] for r in rs])
+            lines.append(f"| {m} | {len(rs)} | {own[0]:.3f} [{own[1]:.3f}, {own[2]:.3f}] | "
+                         f"{oth[0]:.3f} [{oth[1]:.3f}, {oth[2]:.3f}] |")
+    return "\n".join(lines)
+
+
 def filter_row(qid: str, question: str, docs, args) -> dict:
     """SQuAI up to its filter (interrupt before merge): the sub-questions, candidates and RelScores."""
     from langgraph.checkpoint.memory import InMemorySaver
@@ -297,6 +320,9 @@ def main(argv=None) -> int:
     ap.add_argument("--full-answers", action="store_true",
                     help="filter table: run SQuAI to the end and journal the cited answer and its evidence too")
     ap.add_argument("--report-only", action="store_true", help="print the tables from the journals; run nothing")
+    ap.add_argument("--judge-check", action="store_true",
+                    help="after scoring: judge each scored answer's statements against the NEXT question of the data "
+                         "set (answer relevancy there should be low; journal judge_check.jsonl, one judge call each)")
     ap.add_argument("--write-corpus", type=Path, metavar="JSONL",
                     help="write the corpus (one chunk of the data set per line, id q<i>-c<j>) and exit; index it once with "
                          "`citegraph index build --corpus JSONL --index DIR` and pass --index DIR (an in-memory index of "
@@ -367,6 +393,15 @@ def main(argv=None) -> int:
     print("\nContextual-relevancy judge: share of statements judged relevant in a question's own chunks and in "
           "other questions' chunks (each retrieved (question, chunk) once):")
     print(context_judge_check(done))
+    if args.judge_check:
+        checks = Journal(args.out / "judge_check.jsonl")
+        nxt = {qid: questions[(i + 1) % len(questions)][1] for i, (qid, _) in enumerate(questions)}
+        for r in done:
+            if r["key"] not in checks.rows and not args.report_only and time_left():
+                checks.add(judge_check_row(r, nxt[r["id"]], args))
+        print("\nAnswer-relevancy judge: each answer's statements judged against its own question (the table's "
+              "figure) and against the next question of the data set:")
+        print(judge_check_table([checks.rows[r["key"]] for r in done if r["key"] in checks.rows]))
     return 0
 
 

@@ -6,6 +6,7 @@ import json
 import math
 import sys
 import uuid
+from types import SimpleNamespace
 
 import pytest
 from squai_corpus_double import as_module
@@ -501,6 +502,23 @@ def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path,
     assert by["squai"]["support_precision"] == 1.0 and by["rag"]["support_precision"] is None
     # the judge's log-odds evaluations count as LLM calls: decompose + 4 answers + 4 judges + compose
     assert by["squai"]["llm_calls"] == 10
+    # --judge-check: each answer's statements against the next question (here the script says "yes" to all:
+    # the check shows such a judge as not telling them apart, 1.000 both ways)
+    n_calls = len(model.calls)
+    assert bench_squai.main(argv + ["--judge-check"]) == 0
+    checks = [json.loads(x) for x in (out / "judge_check.jsonl").read_text().splitlines()]
+    assert sorted(c["key"] for c in checks) == ["rag/q0", "squai/q0", "vanilla/q0"]
+    assert all(c["other_question"] == "What are qubits used for?" for c in checks)  # the next of 1 is itself
+    assert len(model.calls) == n_calls + 3
+    assert "| squai | 1 | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] |" in capsys.readouterr().out
+    # a judge that tells them apart: the qubit statement is irrelevant to the bread question
+    spec_j, _ = scripted(lambda messages, kw: '{"verdicts": [{"verdict": "no"}]}' if "bread" in messages[-1].content
+                         else '{"verdicts": [{"verdict": "yes"}]}')
+    row = {"key": "squai/q0", "method": "squai", "id": "q0", "answer_relevancy": 1.0,
+           "details": {"answer_relevancy": {"statements": ["Qubits store quantum information."]}}}
+    c = bench_squai.judge_check_row(row, "How is bread baked?", SimpleNamespace(judge=spec_j, llm=spec_j))
+    assert c["own"] == 1.0 and c["other"] == 0.0 and c["verdicts"] == ["no"]
+    assert "| squai | 1 | 1.000 [1.000, 1.000] | 0.000 [0.000, 0.000] |" in bench_squai.judge_check_table([c])
     assert "| squai | 1 |" in printed and "SQuAI abstract (paper)" in printed
     # SQuAI's own run journals its filter trace: the filter table's row for q0
     frows = [json.loads(x) for x in (out / "filter.jsonl").read_text().splitlines()]

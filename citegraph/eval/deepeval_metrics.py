@@ -78,7 +78,14 @@ def answer_relevancy(question: str, answer: str, judge: str, max_tokens: int = 6
     problems += p
     if st is None:
         return MetricResult(None, {}, problems + ["answer relevancy: statements did not parse"])
-    statements = [s for s in st.statements if s.strip()]
+    r = statements_relevancy(question, [s for s in st.statements if s.strip()], judge, max_tokens)
+    return MetricResult(r.score, r.details, problems + r.problems)
+
+
+def statements_relevancy(question: str, statements: list[str], judge: str, max_tokens: int = 600) -> MetricResult:
+    """Answer relevancy's second step on given statements: the share not judged irrelevant to ``question``
+    (also how a judge is checked: the statements of one question's answer against another question)."""
+    problems: list[str] = []
     if not statements:
         return MetricResult(1.0, {"statements": []}, problems)
     vs, p = _ask(judge, P.answer_relevancy_prompt(question, statements), P.Verdicts, max_tokens)
