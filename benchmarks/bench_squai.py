@@ -14,12 +14,14 @@ often the filter keeps each question's own chunks at n = 0, 0.5, 1 (journal ``fi
 run journals SQuAI's own filter trace there as well (sub-questions, candidates, RelScores), so after it
 ``--filter-table`` runs only the questions it has not answered. A question whose score is journalled is
 not answered again, so ``scores.jsonl`` and ``filter.jsonl`` alone (``answers.jsonl`` holds the data
-set's chunks and is not kept) let a later session on another machine finish the table.
+set's chunks and is not kept) let a later session on another machine finish the table; the kept journals
+hold ids, numbers and our outputs, not the data set's questions. ``--judge-check`` and ``--support-check``
+check the judges themselves (see their help).
 
     python benchmarks/bench_squai.py --write-corpus runs/squai_corpus.jsonl
     citegraph index build --corpus runs/squai_corpus.jsonl --index runs/squai_index
-    OMP_NUM_THREADS=1 python benchmarks/bench_squai.py --limit 30 --index runs/squai_index --out runs/squai_simple
-    OMP_NUM_THREADS=1 python benchmarks/bench_squai.py --filter-table 30 --minutes 10 --out runs/squai_simple
+    OMP_NUM_THREADS=1 python benchmarks/bench_squai.py --limit 30 --index runs/squai_index --out benchmarks/results/squai_simple
+    OMP_NUM_THREADS=1 python benchmarks/bench_squai.py --filter-table 30 --out benchmarks/results/squai_simple
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ def answer(method: str, qid: str, question: str, docs, args) -> dict:
 
         graph, thread = build_graph(method, checkpointer=InMemorySaver()), uuid.uuid4().hex
         ans, usage = answer_item(graph, item, make_context(method, **knobs), thread=thread)
-        trace = filter_trace(qid, question, graph.get_state({"configurable": {"thread_id": thread}}).values)
+        trace = filter_trace(qid, graph.get_state({"configurable": {"thread_id": thread}}).values)
     else:
         ans, usage, trace = *answer_item(build_graph(method), item, make_context(method, **knobs)), None
     usage["seconds"] = round(time.perf_counter() - t0, 3)
@@ -116,13 +118,17 @@ def answer(method: str, qid: str, question: str, docs, args) -> dict:
             "answer": ans.model_dump(mode="json"), "usage": usage, "filter_trace": trace}
 
 
-def filter_trace(qid: str, question: str, st: dict) -> dict:
-    """What the filter table needs from a SQuAI state: the sub-questions, candidates and their RelScores."""
+def filter_trace(qid: str, st: dict) -> dict:
+    """What the filter table needs from a SQuAI state: the sub-questions, candidates and their RelScores (not the
+    question or sub-questions, which may repeat it: the journals that are kept hold ids and numbers, not the data
+    set's text)."""
     scores = {(j.sub_q, j.rank): j.rel_score for j in st["judgements"]}
     cands = [{"sub_q": c.sub_q, "rank": c.rank, "doc_id": c.doc_id or c.key, "rel_score": scores.get((c.sub_q, c.rank))}
              for c in st["candidates"]]
-    return {"key": qid, "id": qid, "question": question, "commit": COMMIT, "sub_questions": st["sub_questions"],
-            "candidates": cands, "filters": [f.model_dump(mode="json") for f in st["filters"]]}
+    filters = [{k: v for k, v in f.model_dump(mode="json").items() if k != "sub_question"} for f in st["filters"]]
+    return {"key": qid, "id": qid, "commit": COMMIT, "n_sub_questions": len(st["sub_questions"]),
+            "split": st["decomposition"].split if st.get("decomposition") else None,
+            "candidates": cands, "filters": filters}
 
 
 def _commit() -> str:
@@ -218,7 +224,7 @@ def context_judge_check(scores: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def judge_check_row(row: dict, other_question: str, args) -> dict:
+def judge_check_row(row: dict, other_id: str, other_question: str, args) -> dict:
     """Answer relevancy of a scored answer's statements against ANOTHER question of the data set: a judge
     that tells relevant from irrelevant statements gives far less here than on the answer's own question."""
     from citegraph.eval.deepeval_metrics import statements_relevancy
@@ -226,7 +232,7 @@ def judge_check_row(row: dict, other_question: str, args) -> dict:
     statements = row["details"]["answer_relevancy"].get("statements") or []
     r = statements_relevancy(other_question, statements, args.judge or args.llm)
     return {"key": row["key"], "method": row["method"], "id": row["id"], "own": row["answer_relevancy"],
-            "other": r.score, "other_question": other_question, "verdicts": r.details.get("verdicts"),
+            "other": r.score, "other_id": other_id, "verdicts": r.details.get("verdicts"),
             "problems": r.problems, "commit": COMMIT}
 
 
@@ -238,6 +244,44 @@ def judge_check_table(rows: list[dict]) -> str:
             own, oth = interval([r["own"] for r in rs]), interval([r["other"] for r in rs])
             lines.append(f"| {m} | {len(rs)} | {own[0]:.3f} [{own[1]:.3f}, {own[2]:.3f}] | "
                          f"{oth[0]:.3f} [{oth[1]:.3f}, {oth[2]:.3f}] |")
+    return "\n".join(lines)
+
+
+def support_check_row(row: dict, spec: str) -> dict:
+    """A second verifier's view of one answer's attributions: does each attached supporting sentence entail
+    its answer sentence, and does each cited document as a whole entail the sentence citing it? (The
+    supporting sentences were chosen by ``--verifier``, so the table's support precision by that same
+    verifier is 1 by construction; this asks ``spec`` instead.)"""
+    from citegraph.nodes.metrics import judge
+    from citegraph.state import AttributedAnswer
+
+    ans = AttributedAnswer.model_validate(row["answer"])
+    ev = [(e.text, s.text) for s in ans.sentences for e in s.evidence]
+    cites = [(i, c) for i, s in enumerate(ans.sentences) for c in s.citations]
+    unsupported = {tuple(u) for u in ans.metadata.get("unsupported_citations") or []}
+    verdicts = judge(spec, ev + [(ans.documents[c - 1].text, ans.sentences[i].text) for i, c in cites])
+    return {"key": row["key"], "method": row["method"], "id": row["id"], "spec": spec, "commit": COMMIT,
+            "evidence_entailed": verdicts[:len(ev)],
+            "citations": [{"sentence": i, "doc": c, "evidence_found": (i, c) not in unsupported if row["method"] == "squai"
+                           else None, "doc_entails": v} for (i, c), v in zip(cites, verdicts[len(ev):])]}
+
+
+def support_check_table(rows: list[dict]) -> str:
+    def share(xs):
+        return f"{sum(xs) / len(xs):.3f} ({sum(xs)}/{len(xs)})" if xs else "n/a"
+
+    lines = ["| system | verifier | answers | supporting sentences it judges entailing | citations whose document it "
+             "judges entailing: all | where `--verifier` found a supporting sentence | where it found none |",
+             "|---|---|---|---|---|---|---|"]
+    for m in METHODS:
+        for spec in sorted({r["spec"] for r in rows if r["method"] == m}):
+            rs = [r for r in rows if r["method"] == m and r["spec"] == spec]
+            ev = [bool(x) for r in rs for x in r["evidence_entailed"]]
+            cs = [c for r in rs for c in r["citations"]]
+            found = [c["doc_entails"] for c in cs if c["evidence_found"] is True]
+            none = [c["doc_entails"] for c in cs if c["evidence_found"] is False]
+            lines.append(f"| {m} | {spec} | {len(rs)} | {share(ev)} | {share([c['doc_entails'] for c in cs])} | "
+                         f"{share(found)} | {share(none)} |")
     return "\n".join(lines)
 
 
@@ -260,7 +304,7 @@ def filter_row(qid: str, question: str, docs, args) -> dict:
                  context=SquaiContext(llm=args.llm, verifier=args.verifier, corpus=args.index),
                  interrupt_before=None if args.full_answers else ["merge"])
     st = g.get_state(cfg).values
-    row = {**filter_trace(qid, question, st), "doc_answers": [a.model_dump(mode="json") for a in st["doc_answers"]],
+    row = {**filter_trace(qid, st), "doc_answers": [a.model_dump(mode="json") for a in st["doc_answers"]],
            "llm_calls": tracker.totals()["llm_calls"], "tokens": tracker.totals()["tokens"],
            "nodes": tracker.per_node(), "seconds": round(time.perf_counter() - t0, 3)}
     if args.full_answers and st.get("answer") is not None:
@@ -282,7 +326,7 @@ def filter_table(rows: list[dict]) -> str:
         for r in rows:
             own = f"{r['id']}-"
             kept_ids, ret_ids = set(), set()
-            for i in range(len(r["sub_questions"])):
+            for i in range(r["n_sub_questions"]):
                 cands = [c for c in r["candidates"] if c["sub_q"] == i]
                 _, _, _, kept = adaptive_filter([c["rel_score"] for c in cands], n)
                 ret_ids |= {c["doc_id"] for c in cands}
@@ -312,7 +356,7 @@ def main(argv=None) -> int:
                     help="contextual relevancy: logodds = each sentence of a context document judged by first-token "
                          "Yes/No log-odds (default); json = DeepEval's one call per document (the 1.5B judge says "
                          "yes to everything there)")
-    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "squai_simple")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "squai_simple")
     ap.add_argument("--no-score", action="store_true", help="answer only; score later")
     ap.add_argument("--filter-table", type=int, default=0, metavar="N", help="the judge-filter table on N questions")
     ap.add_argument("--minutes", type=float, default=0.0, help="stop starting new questions after this long (0 = no limit)")
@@ -323,6 +367,10 @@ def main(argv=None) -> int:
     ap.add_argument("--judge-check", action="store_true",
                     help="after scoring: judge each scored answer's statements against the NEXT question of the data "
                          "set (answer relevancy there should be low; journal judge_check.jsonl, one judge call each)")
+    ap.add_argument("--support-check", default="", metavar="VERIFIER",
+                    help="after scoring: a second verifier (e.g. llm-judge:local) judges every attached supporting "
+                         "sentence and every cited document against its answer sentence (needs answers.jsonl; journal "
+                         "support_check.jsonl, one verifier call per pair)")
     ap.add_argument("--write-corpus", type=Path, metavar="JSONL",
                     help="write the corpus (one chunk of the data set per line, id q<i>-c<j>) and exit; index it once with "
                          "`citegraph index build --corpus JSONL --index DIR` and pass --index DIR (an in-memory index of "
@@ -395,13 +443,23 @@ def main(argv=None) -> int:
     print(context_judge_check(done))
     if args.judge_check:
         checks = Journal(args.out / "judge_check.jsonl")
-        nxt = {qid: questions[(i + 1) % len(questions)][1] for i, (qid, _) in enumerate(questions)}
+        nxt = {qid: questions[(i + 1) % len(questions)] for i, (qid, _) in enumerate(questions)}
         for r in done:
             if r["key"] not in checks.rows and not args.report_only and time_left():
-                checks.add(judge_check_row(r, nxt[r["id"]], args))
+                checks.add(judge_check_row(r, *nxt[r["id"]], args))
         print("\nAnswer-relevancy judge: each answer's statements judged against its own question (the table's "
               "figure) and against the next question of the data set:")
         print(judge_check_table([checks.rows[r["key"]] for r in done if r["key"] in checks.rows]))
+    if args.support_check:
+        sup = Journal(args.out / "support_check.jsonl")
+        for r in done:
+            key = f"{r['key']}|{args.support_check}"
+            if key not in sup.rows and r["key"] in answers.rows and not args.report_only and time_left():
+                sup.add({**support_check_row(answers.rows[r["key"]], args.support_check), "key": key})
+        missing = sum(r["key"] not in answers.rows for r in done)
+        print(f"\nAttributions checked by a second verifier ({missing} scored answer(s) not in answers.jsonl skipped):")
+        print(support_check_table([sup.rows[f"{r['key']}|{args.support_check}"] for r in done
+                                   if f"{r['key']}|{args.support_check}" in sup.rows]))
     return 0
 
 

@@ -18,7 +18,7 @@ from citegraph.graphs.registry import build_graph
 from citegraph.nodes.squai import nodes as N
 from citegraph.nodes.squai.retrieval import clear_cache
 from citegraph.prompts.squai import DecompositionReply
-from citegraph.state import Document
+from citegraph.state import AttributedAnswer, CitedSentence, Document, Evidence
 from citegraph.state.squai import Candidate, RagContext, SquaiContext
 from citegraph.tools.models import NoLogprobsError
 from citegraph.tools.verifier import register_verifier
@@ -508,7 +508,7 @@ def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path,
     assert bench_squai.main(argv + ["--judge-check"]) == 0
     checks = [json.loads(x) for x in (out / "judge_check.jsonl").read_text().splitlines()]
     assert sorted(c["key"] for c in checks) == ["rag/q0", "squai/q0", "vanilla/q0"]
-    assert all(c["other_question"] == "What are qubits used for?" for c in checks)  # the next of 1 is itself
+    assert all(c["other_id"] == "q0" for c in checks)  # the next of 1 is itself
     assert len(model.calls) == n_calls + 3
     assert "| squai | 1 | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] |" in capsys.readouterr().out
     # a judge that tells them apart: the qubit statement is irrelevant to the bread question
@@ -516,7 +516,7 @@ def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path,
                          else '{"verdicts": [{"verdict": "yes"}]}')
     row = {"key": "squai/q0", "method": "squai", "id": "q0", "answer_relevancy": 1.0,
            "details": {"answer_relevancy": {"statements": ["Qubits store quantum information."]}}}
-    c = bench_squai.judge_check_row(row, "How is bread baked?", SimpleNamespace(judge=spec_j, llm=spec_j))
+    c = bench_squai.judge_check_row(row, "q1", "How is bread baked?", SimpleNamespace(judge=spec_j, llm=spec_j))
     assert c["own"] == 1.0 and c["other"] == 0.0 and c["verdicts"] == ["no"]
     assert "| squai | 1 | 1.000 [1.000, 1.000] | 0.000 [0.000, 0.000] |" in bench_squai.judge_check_table([c])
     assert "| squai | 1 |" in printed and "SQuAI abstract (paper)" in printed
@@ -524,8 +524,16 @@ def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path,
     frows = [json.loads(x) for x in (out / "filter.jsonl").read_text().splitlines()]
     assert [r["id"] for r in frows] == ["q0"] and len(frows[0]["candidates"]) == 4
     assert all(c["rel_score"] is not None for c in frows[0]["candidates"]) and frows[0]["commit"]
+    # the journals a later session keeps (scores, filter, judge check) hold ids, not the data set's questions
+    for name in ("scores.jsonl", "filter.jsonl", "judge_check.jsonl"):
+        assert "What are qubits used for?" not in (out / name).read_text(), name
     n_calls = len(model.calls)
     assert bench_squai.main(argv) == 0          # resumed: nothing is answered or scored again
+    assert bench_squai.main(argv + ["--support-check", verifier[0]]) == 0   # no LLM call: a verifier's
+    sup = [json.loads(x) for x in (out / "support_check.jsonl").read_text().splitlines()]
+    assert sorted(r["key"] for r in sup) == [f"{m}/q0|{verifier[0]}" for m in ("rag", "squai", "vanilla")]
+    assert "Attributions checked by a second verifier (0 scored answer(s)" in capsys.readouterr().out
+    assert len(model.calls) == n_calls
     (out / "answers.jsonl").unlink()            # a later session keeps only scores.jsonl and filter.jsonl
     assert bench_squai.main(argv) == 0
     assert len(model.calls) == n_calls
@@ -578,3 +586,29 @@ def test_sub_question_fan_out_reports_progress(scripted, verifier, fake_corpus):
     assert sorted(e["sub_q"] for e in retrieved) == [1, 2] and all(e["retrieved"] == 3 for e in retrieved)
     assert kinds.count("squai_judge") == 6
     assert max(i for i, k in enumerate(kinds) if k == "squai_retrieve") < kinds.index("squai_judge")
+
+
+def test_bench_support_check_asks_a_second_verifier(tmp_path, capsys, verifier):
+    """--support-check: the attached supporting sentences and the cited documents, judged by another verifier;
+    a citation the graph marked unsupported is counted apart from one with a supporting sentence."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_squai
+
+    docs = [Document(id="a", text="Qubits store quantum information. They need cooling."),
+            Document(id="b", text="Bread is baked from flour.")]
+    ans = AttributedAnswer(question="q", documents=docs, metadata={"unsupported_citations": [[1, 2]]}, sentences=[
+        CitedSentence(text="Qubits store quantum information.", citations=[1],
+                      evidence=[Evidence(doc=1, text="Qubits store quantum information.")]),
+        CitedSentence(text="Qubits need flour.", citations=[1, 2],
+                      evidence=[Evidence(doc=1, text="They need cooling.")])])   # a wrong pick, as a check would find
+    row = {"key": "squai/q0", "method": "squai", "id": "q0", "answer": ans.model_dump(mode="json")}
+    c = bench_squai.support_check_row(row, verifier[0])
+    assert c["evidence_entailed"] == [True, False]
+    assert c["citations"] == [{"sentence": 0, "doc": 1, "evidence_found": True, "doc_entails": True},
+                              {"sentence": 1, "doc": 1, "evidence_found": True, "doc_entails": False},
+                              {"sentence": 1, "doc": 2, "evidence_found": False, "doc_entails": False}]
+    table = bench_squai.support_check_table([c])
+    assert f"| squai | {verifier[0]} | 1 | 0.500 (1/2) | 0.333 (1/3) | 0.500 (1/2) | 0.000 (0/1) |" in table, table
+    # rag has no evidence and no unsupported marks: only the documents are judged
+    rag = {**row, "key": "rag/q0", "method": "rag"}
+    assert bench_squai.support_check_row(rag, verifier[0])["citations"][2]["evidence_found"] is None
