@@ -456,8 +456,8 @@ def main(argv=None) -> int:
             key = f"{r['key']}|{args.support_check}"
             if key not in sup.rows and r["key"] in answers.rows and not args.report_only and time_left():
                 sup.add({**support_check_row(answers.rows[r["key"]], args.support_check), "key": key})
-        missing = sum(r["key"] not in answers.rows for r in done)
-        print(f"\nAttributions checked by a second verifier ({missing} scored answer(s) not in answers.jsonl skipped):")
+        missing = sum(r["key"] not in answers.rows and f"{r['key']}|{args.support_check}" not in sup.rows for r in done)
+        print(f"\nAttributions checked by a second verifier ({missing} scored answer(s) not checked: not in answers.jsonl):")
         print(support_check_table([sup.rows[f"{r['key']}|{args.support_check}"] for r in done
                                    if f"{r['key']}|{args.support_check}" in sup.rows]))
     return 0

@@ -532,7 +532,7 @@ def test_bench_squai_answers_scores_resumes_and_filter_table(scripted, tmp_path,
     assert bench_squai.main(argv + ["--support-check", verifier[0]]) == 0   # no LLM call: a verifier's
     sup = [json.loads(x) for x in (out / "support_check.jsonl").read_text().splitlines()]
     assert sorted(r["key"] for r in sup) == [f"{m}/q0|{verifier[0]}" for m in ("rag", "squai", "vanilla")]
-    assert "Attributions checked by a second verifier (0 scored answer(s)" in capsys.readouterr().out
+    assert "Attributions checked by a second verifier (0 scored answer(s) not checked" in capsys.readouterr().out
     assert len(model.calls) == n_calls
     (out / "answers.jsonl").unlink()            # a later session keeps only scores.jsonl and filter.jsonl
     assert bench_squai.main(argv) == 0
