@@ -11,7 +11,7 @@ sentence) by ``--verifier``, LLM calls, tokens and seconds. Re-running the same 
 ``--filter-table N``: no final answers; for the first N questions (stopping when ``--minutes`` is
 spent) SQuAI runs up to its filter (decompose, retrieve, Agent 2, Agent 3) and the table says how
 often the filter keeps each question's own chunks at n = 0, 0.5, 1 (journal ``filter.jsonl``). The main
-run journals SQuAI's own filter trace there as well (sub-questions, candidates, RelScores), so after it
+run journals SQuAI's own filter trace there as well (sub-question count, candidates, RelScores), so after it
 ``--filter-table`` runs only the questions it has not answered. A question whose score is journalled is
 not answered again, so ``scores.jsonl`` and ``filter.jsonl`` alone (``answers.jsonl`` holds the data
 set's chunks and is not kept) let a later session on another machine finish the table; the kept journals
@@ -119,15 +119,14 @@ def answer(method: str, qid: str, question: str, docs, args) -> dict:
 
 
 def filter_trace(qid: str, st: dict) -> dict:
-    """What the filter table needs from a SQuAI state: the sub-questions, candidates and their RelScores (not the
-    question or sub-questions, which may repeat it: the journals that are kept hold ids and numbers, not the data
-    set's text)."""
+    """What the filter table needs from a SQuAI state: how many sub-questions, the candidates and their RelScores
+    (not the question or the sub-questions' text, which may repeat it: the journals that are kept hold ids and
+    numbers, not the data set's text)."""
     scores = {(j.sub_q, j.rank): j.rel_score for j in st["judgements"]}
     cands = [{"sub_q": c.sub_q, "rank": c.rank, "doc_id": c.doc_id or c.key, "rel_score": scores.get((c.sub_q, c.rank))}
              for c in st["candidates"]]
     filters = [{k: v for k, v in f.model_dump(mode="json").items() if k != "sub_question"} for f in st["filters"]]
     return {"key": qid, "id": qid, "commit": COMMIT, "n_sub_questions": len(st["sub_questions"]),
-            "split": st["decomposition"].split if st.get("decomposition") else None,
             "candidates": cands, "filters": filters}
 
 
@@ -251,19 +250,21 @@ def support_check_row(row: dict, spec: str) -> dict:
     """A second verifier's view of one answer's attributions: does each attached supporting sentence entail
     its answer sentence, and does each cited document as a whole entail the sentence citing it? (The
     supporting sentences were chosen by ``--verifier``, so the table's support precision by that same
-    verifier is 1 by construction; this asks ``spec`` instead.)"""
+    verifier is 1 by construction; this asks ``spec`` instead.) ``evidence_found`` is None for an answer
+    from a method that attaches no supporting sentences (no evidence and no ``unsupported_citations``)."""
     from citegraph.nodes.metrics import judge
     from citegraph.state import AttributedAnswer
 
     ans = AttributedAnswer.model_validate(row["answer"])
     ev = [(e.text, s.text) for s in ans.sentences for e in s.evidence]
     cites = [(i, c) for i, s in enumerate(ans.sentences) for c in s.citations]
+    attaches = bool(ev) or "unsupported_citations" in ans.metadata
     unsupported = {tuple(u) for u in ans.metadata.get("unsupported_citations") or []}
     verdicts = judge(spec, ev + [(ans.documents[c - 1].text, ans.sentences[i].text) for i, c in cites])
     return {"key": row["key"], "method": row["method"], "id": row["id"], "spec": spec, "commit": COMMIT,
             "evidence_entailed": verdicts[:len(ev)],
-            "citations": [{"sentence": i, "doc": c, "evidence_found": (i, c) not in unsupported if row["method"] == "squai"
-                           else None, "doc_entails": v} for (i, c), v in zip(cites, verdicts[len(ev):])]}
+            "citations": [{"sentence": i, "doc": c, "evidence_found": (i, c) not in unsupported if attaches else None,
+                           "doc_entails": v} for (i, c), v in zip(cites, verdicts[len(ev):])]}
 
 
 def support_check_table(rows: list[dict]) -> str:
@@ -452,14 +453,14 @@ def main(argv=None) -> int:
         print(judge_check_table([checks.rows[r["key"]] for r in done if r["key"] in checks.rows]))
     if args.support_check:
         sup = Journal(args.out / "support_check.jsonl")
+        skey = {r["key"]: f"{r['key']}|{args.support_check}" for r in done}   # one row per answer and verifier
         for r in done:
-            key = f"{r['key']}|{args.support_check}"
-            if key not in sup.rows and r["key"] in answers.rows and not args.report_only and time_left():
-                sup.add({**support_check_row(answers.rows[r["key"]], args.support_check), "key": key})
-        missing = sum(r["key"] not in answers.rows and f"{r['key']}|{args.support_check}" not in sup.rows for r in done)
-        print(f"\nAttributions checked by a second verifier ({missing} scored answer(s) not checked: not in answers.jsonl):")
-        print(support_check_table([sup.rows[f"{r['key']}|{args.support_check}"] for r in done
-                                   if f"{r['key']}|{args.support_check}" in sup.rows]))
+            if skey[r["key"]] not in sup.rows and r["key"] in answers.rows and not args.report_only and time_left():
+                sup.add({**support_check_row(answers.rows[r["key"]], args.support_check), "key": skey[r["key"]]})
+        checked = [sup.rows[k] for k in skey.values() if k in sup.rows]
+        print(f"\nAttributions checked by a second verifier ({len(done) - len(checked)} scored answer(s) not checked: "
+              "not in answers.jsonl):")
+        print(support_check_table(checked))
     return 0
 
 

@@ -609,6 +609,11 @@ def test_bench_support_check_asks_a_second_verifier(tmp_path, capsys, verifier):
                               {"sentence": 1, "doc": 2, "evidence_found": False, "doc_entails": False}]
     table = bench_squai.support_check_table([c])
     assert f"| squai | {verifier[0]} | 1 | 0.500 (1/2) | 0.333 (1/3) | 0.500 (1/2) | 0.000 (0/1) |" in table, table
-    # rag has no evidence and no unsupported marks: only the documents are judged
-    rag = {**row, "key": "rag/q0", "method": "rag"}
-    assert bench_squai.support_check_row(rag, verifier[0])["citations"][2]["evidence_found"] is None
+    # an answer with no supporting-sentence step (rag: no evidence, no unsupported marks): only the documents
+    plain = AttributedAnswer(question="q", documents=docs, sentences=[
+        CitedSentence(text=s.text, citations=s.citations) for s in ans.sentences])
+    rag = {**row, "key": "rag/q0", "method": "rag", "answer": plain.model_dump(mode="json")}
+    r = bench_squai.support_check_row(rag, verifier[0])
+    assert r["evidence_entailed"] == [] and [c["evidence_found"] for c in r["citations"]] == [None, None, None]
+    assert [c["doc_entails"] for c in r["citations"]] == [True, False, False]
+    assert f"| rag | {verifier[0]} | 1 | n/a | 0.333 (1/3) | n/a | n/a |" in bench_squai.support_check_table([r])
