@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -47,6 +47,11 @@ class Evidence(BaseModel):
     doc: int = Field(description="1-based index into the answer's documents.")
     text: str = Field(description="The supporting span or sentence, verbatim from the document.")
     sentence_id: str | None = Field(default=None, description="Global source-sentence id, e.g. 'S12'.")
+    score: float | None = Field(default=None, description="The verifier's P(this text entails the sentence), when checked.")
+
+
+SUPPORT_STATUSES = ("supported", "partial", "unsupported")
+Support = Literal["supported", "partial", "unsupported"]
 
 
 class CitedSentence(BaseModel):
@@ -55,6 +60,12 @@ class CitedSentence(BaseModel):
     text: str = Field(description="The sentence without citation markers.")
     citations: list[int] = Field(default_factory=list, description="1-based indices into the answer's documents.")
     evidence: list[Evidence] = Field(default_factory=list)
+    support: Support | None = Field(
+        default=None,
+        description="What the attribution stage's verifier found: 'supported' (the cited documents together entail "
+                    "the sentence), 'partial' (the best documents come close but do not entail it), 'unsupported' "
+                    "(no document set supports it: the sentence is flagged). None: not checked (attribution off).")
+    support_score: float | None = Field(default=None, description="The verifier's score behind ``support`` (0-1).")
 
     @field_validator("text")
     @classmethod
@@ -129,6 +140,13 @@ class AttributedAnswer(BaseModel):
     def uncited_sentences(self) -> list[int]:
         return [i for i, s in enumerate(self.sentences) if not s.citations]
 
+    def support_counts(self) -> dict[str, int]:
+        """How many sentences are supported / partial / unsupported / unchecked (support None)."""
+        out = {k: 0 for k in (*SUPPORT_STATUSES, "unchecked")}
+        for s in self.sentences:
+            out[s.support or "unchecked"] += 1
+        return out
+
     # ------------------------------------------------------------ parsing
     @classmethod
     def from_text(
@@ -161,6 +179,7 @@ class AttributedAnswer(BaseModel):
                 text=s.text,
                 citations=[mapping[c] for c in s.citations if c in mapping],
                 evidence=[e.model_copy(update={"doc": mapping[e.doc]}) for e in s.evidence if e.doc in mapping],
+                support=s.support, support_score=s.support_score,
             )
             for s in self.sentences
         ]
