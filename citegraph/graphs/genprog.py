@@ -9,8 +9,8 @@ and resamples module outputs with the verifier.
 
 from __future__ import annotations
 
-from langgraph.graph import END
 
+from citegraph.graphs.attribution import end_with_attribution
 from citegraph.graphs.base import MethodGraph
 from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.genprog import attribute, execute_tree, fan_out, plan, prepare_sources, review
@@ -30,7 +30,7 @@ def build(checkpointer=None):
     g.add_edge("plan", "review")
     g.add_conditional_edges("review", fan_out, ["execute_tree", "attribute"])
     g.add_edge("execute_tree", "attribute")
-    g.add_edge("attribute", END)
+    end_with_attribution(g, "attribute")
     return g.compile(checkpointer=checkpointer, name="genprog")
 
 

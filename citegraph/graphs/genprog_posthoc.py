@@ -4,8 +4,8 @@ program's leaves are the sentence's attributions. Output: the AttributedAnswer o
 
 from __future__ import annotations
 
-from langgraph.graph import END
 
+from citegraph.graphs.attribution import end_with_attribution
 from citegraph.graphs.base import MethodGraph
 from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.genprog import attribute_posthoc, plan_posthoc, prepare_posthoc, review_posthoc
@@ -24,7 +24,7 @@ def build(checkpointer=None):
     g.add_edge("prepare_sources", "plan")
     g.add_edge("plan", "review")
     g.add_edge("review", "attribute")
-    g.add_edge("attribute", END)
+    end_with_attribution(g, "attribute")
     return g.compile(checkpointer=checkpointer, name="genprog-posthoc")
 
 

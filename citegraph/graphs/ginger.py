@@ -9,8 +9,8 @@ rewrite, re-cited and re-verified (rejected when it loses a cited fact).
 
 from __future__ import annotations
 
-from langgraph.graph import END
 
+from citegraph.graphs.attribution import end_with_attribution
 from citegraph.graphs.base import MethodGraph
 from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.ginger import cluster, detect, fan_out, prepare, rank, rewrite, summarize
@@ -32,7 +32,7 @@ def build(checkpointer=None):
     g.add_edge("cluster", "rank")
     g.add_edge("rank", "summarize")
     g.add_edge("summarize", "rewrite")
-    g.add_edge("rewrite", END)
+    end_with_attribution(g, "rewrite")
     return g.compile(checkpointer=checkpointer, name="ginger")
 
 

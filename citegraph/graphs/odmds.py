@@ -8,8 +8,9 @@ cluster-topic call per cluster among the K (Send) → one reflection per chunk (
 
 from __future__ import annotations
 
-from langgraph.graph import END, START
+from langgraph.graph import START
 
+from citegraph.graphs.attribution import end_with_attribution
 from citegraph.graphs.base import MethodGraph
 from citegraph.nodes.odmds import (
     attribute, cluster_topic, fan_out_refine, fan_out_reflect, fan_out_topics, refine, reflect, retrieve, route,
@@ -37,7 +38,7 @@ def build(checkpointer=None):
     g.add_conditional_edges("route", fan_out_refine, ["refine"])
     g.add_edge("refine", "summarize")
     g.add_edge("summarize", "attribute")
-    g.add_edge("attribute", END)
+    end_with_attribution(g, "attribute")
     return g.compile(checkpointer=checkpointer, name="odmds")
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START
 
+from citegraph.graphs.attribution import end_with_attribution
 from citegraph.graphs.base import MethodGraph
 from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.raac import (
@@ -77,7 +78,7 @@ def build(checkpointer=None):
     g.add_edge("skip_citation_agent", "assess")
     g.add_conditional_edges("assess", route_after_assess, ["restrict", "finalize"])
     g.add_conditional_edges("restrict", route_text_agent, ["text_agent", "vanilla_generate"])
-    g.add_edge("finalize", END)
+    end_with_attribution(g, "finalize")
     return g.compile(checkpointer=checkpointer, name="raac")
 
 

@@ -3,8 +3,9 @@ instruction (the paper's baseline has none) → parse."""
 
 from __future__ import annotations
 
-from langgraph.graph import END, START
+from langgraph.graph import START
 
+from citegraph.graphs.attribution import end_with_attribution
 from citegraph.graphs.base import MethodGraph
 from citegraph.nodes.squai.rag import attribute, generate, retrieve
 from citegraph.state.base import InputState, OutputState
@@ -19,7 +20,7 @@ def build(checkpointer=None):
     g.add_edge(START, "retrieve")
     g.add_edge("retrieve", "generate")
     g.add_edge("generate", "attribute")
-    g.add_edge("attribute", END)
+    end_with_attribution(g, "attribute")
     return g.compile(checkpointer=checkpointer, name="rag")
 
 

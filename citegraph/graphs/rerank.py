@@ -3,8 +3,8 @@ ALCE citation recall (by the Context's verifier)."""
 
 from __future__ import annotations
 
-from langgraph.graph import END
 
+from citegraph.graphs.attribution import end_with_attribution
 from citegraph.graphs.base import MethodGraph
 from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.alce_baselines import rerank, sample
@@ -18,7 +18,7 @@ def build(checkpointer=None):
     g.add_node("rerank", rerank)
     start_with_retrieval(g, "sample")
     g.add_edge("sample", "rerank")
-    g.add_edge("rerank", END)
+    end_with_attribution(g, "rerank")
     return g.compile(checkpointer=checkpointer, name="rerank")
 
 

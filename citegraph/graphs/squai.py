@@ -3,8 +3,9 @@ answer → judge → adaptive filter → merge → compose the cited answer → 
 
 from __future__ import annotations
 
-from langgraph.graph import END, START
+from langgraph.graph import START
 
+from citegraph.graphs.attribution import end_with_attribution
 from citegraph.graphs.base import MethodGraph
 from citegraph.nodes.squai import (
     answer_doc, attach_evidence, collect, compose, decompose, fan_out_documents, fan_out_retrieval, filter_documents,
@@ -33,7 +34,7 @@ def build(checkpointer=None):
     g.add_edge("filter", "merge")
     g.add_edge("merge", "compose")
     g.add_edge("compose", "attach_evidence")
-    g.add_edge("attach_evidence", END)
+    end_with_attribution(g, "attach_evidence")
     return g.compile(checkpointer=checkpointer, name="squai")
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from langgraph.graph import END
 
+from citegraph.graphs.attribution import end_with_attribution
 from citegraph.graphs.base import MethodGraph
 from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.alce_baselines import attribute_summ, fan_out_summarize, generate_from_summaries, prepare_notes, summarize
@@ -21,7 +21,7 @@ def build(checkpointer=None):
     g.add_conditional_edges("prepare", fan_out_summarize, ["summarize", "generate"])
     g.add_edge("summarize", "generate")
     g.add_edge("generate", "attribute")
-    g.add_edge("attribute", END)
+    end_with_attribution(g, "attribute")
     return g.compile(checkpointer=checkpointer, name="summ")
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from langgraph.graph import END
 
+from citegraph.graphs.attribution import end_with_attribution
 from citegraph.graphs.base import MethodGraph
 from citegraph.graphs.retrieval import start_with_retrieval
 from citegraph.nodes.vanilla import attribute, generate
@@ -17,7 +17,7 @@ def build(checkpointer=None):
     g.add_node("attribute", attribute)
     start_with_retrieval(g, "generate")
     g.add_edge("generate", "attribute")
-    g.add_edge("attribute", END)
+    end_with_attribution(g, "attribute")
     return g.compile(checkpointer=checkpointer, name="vanilla")
 
 

@@ -35,6 +35,19 @@ def knob(default: Any, description: str, *, ge: float | None = None, le: float |
 
 
 RETRIEVAL_MODES = ("bm25", "dense", "hybrid", "rrf")  # citegraph.corpus.MODES
+ATTRIBUTION_MODES = ("off", "repair", "strict")  # citegraph.nodes.attribution
+ATTRIBUTION_HELP = (
+    "Attribution stage after the method: off (the method's answer as it is), repair (check each sentence's citations "
+    "with the verifier, keep the set that entails it, re-point or add a citation to a document that does, attach the "
+    "supporting sentence as evidence, and mark every sentence supported / partial / unsupported), strict (repair, then "
+    "drop the sentences left unsupported; the answer's trace records them).")
+
+
+def attribution_knob(default: str) -> Any:
+    """The ``attribution`` knob with a method's default (off, repair or strict)."""
+    return knob(default, ATTRIBUTION_HELP, choices=ATTRIBUTION_MODES)
+
+
 _SIMPLE_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
 _BOUND_KEYS = ("ge", "le", "choices")
 
@@ -138,6 +151,14 @@ class BaseContext:
     retrieval_alpha: float = knob(0.5, "Open-domain hybrid mode: weight of the dense score (0 = pure BM25, 1 = pure dense). "
                                        "0.5 by default: the best alpha measured differs by corpus (benchmarks/bench_retrieval.py).",
                                   ge=0.0, le=1.0)
+    # the shared attribution stage (citegraph/nodes/attribution.py) that ends every graph
+    attribution: str = attribution_knob("off")
+    attribution_partial: float = knob(0.2, "Attribution stage: a sentence whose best document set scores at least this "
+                                           "(but below the verifier's threshold) keeps that citation marked 'partial'; "
+                                           "below it the sentence is 'unsupported' and loses its citations.",
+                                      ge=0.0, le=1.0)
+    attribution_max_docs: int = knob(3, "Attribution stage: most documents one sentence may cite (joint support is "
+                                        "checked over subsets of at most this many).", ge=1, le=5)
 
     def __post_init__(self) -> None:
         # types and ranges are checked here, so the CLI's --set, a Python caller and a Studio run

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob
 from citegraph.tools.program import FUSION_CAP_MODES, ProgramError, ProgramTree
 
 
@@ -124,6 +124,8 @@ def as_dict(obj: Any) -> Any:
 @dataclass(kw_only=True)
 class GenProgPosthocContext(BaseContext):
     """Knobs of post-hoc GenerationPrograms attribution (the planner reconstructs a given answer)."""
+
+    attribution: str = attribution_knob("repair")
 
     max_new_tokens: int = knob(400, "Maximum tokens per planner call.")
     per_sentence: bool = knob(True, "One planner call per answer sentence (unambiguous mapping); False: one program for the whole answer, bullets mapped in order.")

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob
 
 DETECT_FORMATS = ("json", "tagged")
 CLUSTERINGS = ("bertopic", "lsa")
@@ -19,6 +19,8 @@ RANKERS = ("llm", "bm25", "size", "duot5")
 @dataclass(kw_only=True)
 class GingerContext(BaseContext):
     """Knobs of GINGER."""
+
+    attribution: str = attribution_knob("repair")
 
     max_new_tokens: int = knob(400, "Maximum tokens per LLM call (detection copies a passage in the tagged format, so it needs room).")
     top_n: int = knob(20, "Use the first top_n documents as the passages (the paper: 5, 10 or 20). 0 = all given.")

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob
 
 CLUSTER_METHODS = ("dbscan", "hdbscan", "kmeans")
 GAE_LOSSES = ("negative_sampling", "frobenius")
@@ -21,6 +21,8 @@ GAE_LOSSES = ("negative_sampling", "frobenius")
 @dataclass(kw_only=True)
 class OdmdsContext(BaseContext):
     """Knobs of graph-augmented ODMDS."""
+
+    attribution: str = attribution_knob("repair")
 
     corpus: str = knob("", "Corpus to summarize from (odmds always retrieves): an index folder, chroma+http://HOST:PORT/COLLECTION or retriever:<name>; the input field `corpus` wins. Neither: the input documents become an in-memory corpus.")
     chunk_tokens: int = knob(256, "In-memory corpus from the input documents: tokens per chunk (the corpus layer's default).", ge=16)

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from citegraph.state.answer import AttributedAnswer, Document
+from citegraph.state.attribution import SubsetCheck
 from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
 
 ASPECTS: tuple[str, ...] = (
@@ -153,12 +154,6 @@ class TextRound(BaseModel):
     overruled: dict[str, str] = Field(
         default_factory=dict, description="aspect -> why the objective check lowered the LLM's score (score before -> after)."
     )
-
-
-class SubsetCheck(BaseModel):
-    subset: list[int]
-    score: float
-    entails: bool
 
 
 class ValidationRecord(BaseModel):

@@ -14,7 +14,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob
 
 RETRIEVAL_MODES = ("hybrid", "bm25", "dense", "rrf")
 JUDGE_MODES = ("auto", "logodds", "verbal")
@@ -44,6 +44,8 @@ class RetrievalKnobs:
 @dataclass(kw_only=True)
 class SquaiContext(RetrievalKnobs, BaseContext):
     """Knobs of SQuAI."""
+
+    attribution: str = attribution_knob("repair")
 
     max_new_tokens: int = knob(400, "Maximum tokens of the final cited answer (Agent 4).")
     max_sub_questions: int = knob(3, "Decomposer: at most this many sub-questions (the paper gives no cap; "
@@ -79,6 +81,8 @@ class SquaiContext(RetrievalKnobs, BaseContext):
 @dataclass(kw_only=True)
 class RagContext(RetrievalKnobs, BaseContext):
     """Knobs of the standard RAG baseline."""
+
+    attribution: str = attribution_knob("repair")
 
     top_k: int = knob(10, "Documents retrieved for the question and put into the one prompt (paper's baseline: top-10).",
                       ge=1, le=50)

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from typing import Any
@@ -24,41 +23,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from citegraph.errors import ModelError
+from citegraph.nodes.attribution import MAX_CITATIONS, minimal_subset, premise, subset_checks, subsets
 from citegraph.prompts.raac import add_citation_prompt
 from citegraph.state import AttributedAnswer, CitedSentence, Document
 from citegraph.state.raac import AddCitationModel, DiscoveryRecord, RaacContext, RaacState, SubsetCheck, ValidationRecord
 from citegraph.tools.models import structured
 from citegraph.tools.verifier import get_verifier, with_threshold
-
-MAX_CITATIONS = 3
-
-
-def premise(documents: list[Document], subset: list[int] | tuple[int, ...]) -> str:
-    """The verifier premise for a set of 1-based document indices (sorted, newline-joined)."""
-    return "\n".join(documents[i - 1].as_premise() for i in sorted(subset))
-
-
-def subsets(citations: list[int]) -> list[tuple[int, ...]]:
-    """Every non-empty subset of (at most the first 3) citations, ordered by the Simplifier's preference:
-    fewer documents first, then the smallest sum of indices, then lexicographic."""
-    cits = sorted(dict.fromkeys(citations[:MAX_CITATIONS]))
-    out = [c for r in range(1, len(cits) + 1) for c in itertools.combinations(cits, r)]
-    return sorted(out, key=lambda s: (len(s), sum(s), s))
-
-
-def minimal_subset(checks: list[SubsetCheck]) -> list[int]:
-    """The Simplifier's choice among the entailing subsets (empty when none entails)."""
-    ok = [tuple(c.subset) for c in checks if c.entails]
-    if not ok:
-        return []
-    return list(min(ok, key=lambda s: (len(s), sum(s), s)))
-
-
-def subset_checks(verifier, documents: list[Document], text: str, subs: list[tuple[int, ...]]) -> list[SubsetCheck]:
-    """One sentence against each document subset as the premise, in one batched verifier call."""
-    scores = verifier.score([(premise(documents, sub), text.strip()) for sub in subs])
-    return [SubsetCheck(subset=list(sub), score=round(float(sc), 4), entails=sc >= verifier.threshold)
-            for sub, sc in zip(subs, scores)]
 
 
 def raac_verifier(ctx: RaacContext):
