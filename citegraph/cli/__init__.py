@@ -3,6 +3,7 @@
     citegraph graphs
     citegraph ask vanilla --question "..." --docs docs.jsonl
     citegraph ask vanilla --example
+    citegraph cite --text answer.txt --docs docs.jsonl
     citegraph run vanilla --input ../shared/data/alce/asqa_dev60.json --output out.json --limit 5
     citegraph verify --pairs claims.jsonl
     citegraph eval --input out.json
@@ -28,7 +29,7 @@ from citegraph.errors import InputError, ModelError
 __all__ = ["main", "build_parser", "parse_set", "print_answer", "EXIT_INPUT", "EXIT_MODEL"]
 
 # subcommand modules, in the order `citegraph --help` lists them
-COMMANDS = ["graphs", "ask", "run", "verify", "eval", "bench", "index", "show"]
+COMMANDS = ["graphs", "ask", "cite", "run", "verify", "eval", "bench", "index", "show"]
 
 
 def build_parser() -> argparse.ArgumentParser:

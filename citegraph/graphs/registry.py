@@ -37,6 +37,9 @@ GRAPHS: dict[str, GraphEntry] = {
                         "Graph-augmented ODMDS: hybrid retrieval from a corpus, chunk-graph (GAE) cluster re-rank, cluster topics, tiered refinement, cited summary."),
     "squai": GraphEntry("squai", "citegraph.graphs.squai", "citegraph.state.squai:SquaiContext",
                         "SQuAI: decompose, hybrid retrieval per sub-question, per-document answer + Yes/No log-odds judge, adaptive filter, cited answer with supporting sentences."),
+    "cite": GraphEntry("cite", "citegraph.graphs.cite", "citegraph.state.cite:CiteContext",
+                       "cite: attribute a given text; each sentence's citations checked, re-pointed or added by the verifier (no LLM), unsupported ones flagged.",
+                       answer_input="answer_text"),
     "rag": GraphEntry("rag", "citegraph.graphs.rag", "citegraph.state.squai:RagContext",
                       "Standard RAG (SQuAI's baseline): hybrid top-10 in one prompt, with an [n] citation instruction."),
 }
