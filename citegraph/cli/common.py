@@ -106,19 +106,41 @@ def preset_args(method: str, args) -> dict[str, Any]:
     return {"preset": get_preset(name).name, "preset_settings": preset_overrides(name, method)}
 
 
-def print_answer(ans, console=None) -> None:
-    """Each sentence followed by its citations; uncited sentences marked; cited docs listed."""
+_SUPPORT_MARK = {"supported": "[green]supported[/green]", "partial": "[yellow]partial[/yellow]",
+                 "unsupported": "[red]unsupported: no document supports it[/red]"}
+
+
+def print_answer(ans, console=None, evidence: bool = True) -> None:
+    """Each sentence followed by its citations and, when the attribution stage checked it, its support
+    status (supported / partial / unsupported, with the verifier's score) and the evidence sentence of
+    each citation; uncited sentences marked; cited docs listed."""
     from rich.console import Console
     from rich.markup import escape
 
     console = console or Console()
-    console.print(f"[bold]Q:[/bold] {escape(ans.question)}\n")
+    if ans.question:
+        console.print(f"[bold]Q:[/bold] {escape(ans.question)}\n")
     for i, s in enumerate(ans.sentences, 1):
         cites = "".join(f"[{c}]" for c in s.citations)
         mark = f"[green]{escape(cites)}[/green]" if s.citations else "[red](no citation)[/red]"
+        if s.support:
+            score = f" {s.support_score:.2f}" if s.support_score is not None else ""
+            mark += f" {_SUPPORT_MARK[s.support]}[dim]{score}[/dim]"
         console.print(f"{i:>2}. {escape(s.text)} {mark}")
+        if evidence:
+            for e in s.evidence:
+                text = e.text if len(e.text) <= 160 else e.text[:157] + "…"
+                score = f" ({e.score:.2f})" if e.score is not None else ""
+                console.print(f"      [dim]\\[{e.doc}] “{escape(text)}”{score}[/dim]")
     if not ans.sentences:
         console.print("[red](the model returned no answer)[/red]")
+    att = ans.metadata.get("attribution") if isinstance(ans.metadata, dict) else None
+    if isinstance(att, dict):
+        c = ans.support_counts()
+        console.print(f"\n[bold]Attribution[/bold] ({escape(str(att.get('mode')))}, verifier "
+                      f"{escape(str(att.get('verifier')))}): {c['supported']} supported, {c['partial']} partial, "
+                      f"{c['unsupported']} unsupported" + (f", {len(att.get('dropped') or [])} dropped"
+                                                          if att.get("dropped") else ""))
     cited = ans.cited_documents()
     if cited:
         console.print("\n[bold]Cited documents[/bold]")

@@ -18,7 +18,7 @@ LABELS = {
     "citation_rec": "ALCE citation recall", "citation_prec": "ALCE citation precision",
     "citation_f1": "ALCE citation F1", "raac_rec": "RAAC citation recall", "raac_prec": "RAAC citation precision",
     "raac_f1": "RAAC citation F1", "str_em": "STR-EM", "str_hit": "STR-HIT", "rougeLsum": "ROUGE-Lsum",
-    "claims_nli": "Claim recall (ELI5)", "length": "Words", "uncited_pct": "Sentences without citation (%)",
+    "claims_nli": "Claim recall (ELI5)", "length": "Words", "uncited_pct": "Sentences without citation (%)", "supported_pct": "Sentences supported (%)", "flagged_pct": "Sentences flagged unsupported (%)", "cited_or_flagged_pct": "Sentences cited or flagged (%)",
     "module_entail_before": "Module outputs entailed, before refinement (%)",
     "module_entail_after": "Module outputs entailed, after refinement (%)", "n_sentences": "Sentences", "n_citations": "Citations",
 }

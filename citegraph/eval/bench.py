@@ -29,7 +29,7 @@ QUALITY_COLUMNS = [
     ("citation_rec", "Cit. recall"), ("citation_prec", "Cit. precision"), ("citation_f1", "Cit. F1"),
     ("raac_f1", "RAAC cit. F1"), ("str_em", "STR-EM"), ("claims_nli", "Claims"), ("qampari_rec", "QAMPARI rec"),
     ("qampari_rec_top5", "QAMPARI rec-5"), ("rougeLsum", "ROUGE-Lsum"), ("length", "Words"),
-    ("uncited_pct", "Uncited sent. %"), ("sentences", "Sentences"), ("words_per_sentence", "Words/sent."),
+    ("uncited_pct", "Uncited sent. %"), ("cited_or_flagged_pct", "Cited or flagged %"), ("flagged_pct", "Flagged %"), ("sentences", "Sentences"), ("words_per_sentence", "Words/sent."),
     ("citations_per_sentence", "Cit./sent."), ("module_entail_before", "Module entail. before"),
     ("module_entail_after", "Module entail. after"),
 ]

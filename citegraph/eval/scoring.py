@@ -236,6 +236,14 @@ def score_records(
         # share of answer sentences with no citation at all (what GenerationPrograms rules out)
         s["uncited_pct"] = (100.0 * sum(not cs.citations for cs in ans.sentences) / len(ans.sentences)
                             if ans.sentences else None)
+        # the attribution stage's verdicts, when it ran (support None = unchecked): flagged sentences
+        # are uncited on purpose, so "cited or flagged" is the share a reader can check or is warned about
+        if ans.sentences and any(cs.support for cs in ans.sentences):
+            k = len(ans.sentences)
+            s["supported_pct"] = 100.0 * sum(cs.support == "supported" for cs in ans.sentences) / k
+            s["flagged_pct"] = 100.0 * sum(cs.support == "unsupported" for cs in ans.sentences) / k
+            s["cited_or_flagged_pct"] = 100.0 * sum(bool(cs.citations) or cs.support == "unsupported"
+                                                    for cs in ans.sentences) / k
         # answer shape (issue #24: GenerationPrograms' run-on sentences): sentences, words and
         # citations per sentence, on the answer as scored (all citations, before ALCE's cap of 3)
         n_sent = len(ans.sentences)

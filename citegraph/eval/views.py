@@ -48,6 +48,8 @@ METRIC_LABELS = {
     "citation_rec": "Cit. recall", "citation_prec": "Cit. precision", "citation_f1": "Cit. F1",
     "raac_f1": "RAAC cit. F1", "str_em": "STR-EM", "claims_nli": "Claims", "rougeLsum": "ROUGE-Lsum",
     "uncited_pct": "Uncited sent. %",
+    "cited_or_flagged_pct": "Cited or flagged %",
+    "flagged_pct": "Flagged unsupported %",
 }
 RAAC_ASPECTS = ("completeness", "objectivity", "specificity", "length", "citation_recall", "citation_precision")
 
@@ -84,6 +86,8 @@ class SentenceView:
     n: int
     text: str
     cites: list[CiteView] = field(default_factory=list)
+    support: str | None = None  # the attribution stage's verdict (supported / partial / unsupported)
+    support_score: float | None = None
 
     @property
     def uncited(self) -> bool:
@@ -389,7 +393,8 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
         if check is not None and len(check["sentences"]) == len(units):
             per_sentence = dict(zip(units, check["sentences"]))
         cited = set(ans.cited_documents())
-        sentences = [SentenceView(n=i + 1, text=s.text) for i, s in enumerate(ans.sentences)]
+        sentences = [SentenceView(n=i + 1, text=s.text, support=s.support, support_score=s.support_score)
+                     for i, s in enumerate(ans.sentences)]
         for (si, c, hl, unlocated, need), (support_at, cand_at) in zip(plans, slots):
             cv = CiteView(doc=c, title=docs[c - 1].title or docs[c - 1].id, source="evidence" if hl else "none",
                           highlights=[Highlight(i) for i in hl], unlocated=unlocated)
