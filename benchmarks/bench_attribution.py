@@ -1,0 +1,233 @@
+"""The attribution stage measured (issue #34): each method generates once per ``cite_format``
+(attribution off), then the stage runs as a post-pass (repair, strict) on the SAME answers, and
+every variant is scored by two verifiers: the one the stage consulted and one it did not.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_attribution.py --data ../shared/data/alce/asqa_dev60.json \
+        --methods vanilla,ginger --limit 20 --out runs/attr_asqa
+    python benchmarks/bench_attribution.py ... --report-only      # reprint the tables from the journals
+
+Journals (resumable, one line per item): ``<out>/<label>/answers.jsonl`` (the generated answer, its
+usage, the commit) and ``<out>/<label>/<stage verifier>/<mode>.jsonl`` (the post-pass answer and the
+stage's seconds). ``--stage-verifier`` is the verifier the stage consults (default ``default``);
+``--score-verifiers`` the verifiers every row is scored with (default ``default,llm-judge:local``).
+Swap the roles by running again with ``--stage-verifier llm-judge:local``.
+
+Printed per method and variant (95% bootstrap intervals over items): % sentences cited, % flagged
+unsupported, % cited or flagged, citation recall / precision / F1 by each scoring verifier, STR-EM
+(ASQA) or claim recall (ELI5, by the first scoring verifier), words, LLM calls, seconds per question
+of generation and of the stage. A score by the verifier the stage itself consulted is partly by
+construction; read the other verifier's column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+from citegraph.eval.datasets import load_items  # noqa: E402
+from citegraph.eval.runner import answer_item, make_record  # noqa: E402
+from citegraph.eval.scoring import bootstrap, score_records, summarize  # noqa: E402
+from citegraph.graphs.registry import build_graph, context_class, make_context  # noqa: E402
+from citegraph.nodes.attribution import attribute_answer  # noqa: E402
+from citegraph.state import AttributedAnswer  # noqa: E402
+from citegraph.tools.verifier import get_verifier  # noqa: E402
+
+MODES = ("off", "repair", "strict")
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def slug(spec: str) -> str:
+    return spec.replace(":", "_").replace("/", "_")
+
+
+def read_journal(path: Path) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a kill
+                out[row["id"]] = row
+    return out
+
+
+def append(path: Path, row: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def variants(methods: list[str], formats: list[str]) -> list[tuple[str, str, dict]]:
+    """(label, method, overrides): every method once per cite_format it has (others once)."""
+    out = []
+    for m in methods:
+        has = any(f.name == "cite_format" for f in __import__("dataclasses").fields(context_class(m)))
+        for fmt in (formats if has else [None]):
+            over = {"attribution": "off"}
+            if fmt:
+                over["cite_format"] = fmt
+            out.append((m if not fmt else f"{m}:{fmt}", m, over))
+    return out
+
+
+def generate(label: str, method: str, over: dict, items, llm: str, out: Path, verifier: str) -> dict[str, dict]:
+    path = out / slug(label) / "answers.jsonl"
+    done = read_journal(path)
+    todo = [it for it in items if it.id not in done]
+    if todo:
+        graph = build_graph(method)
+        ctx = make_context(method, llm=llm, verifier=verifier, **over)
+        for n, it in enumerate(todo, 1):
+            t0 = time.perf_counter()
+            ans, usage = answer_item(graph, it, ctx)
+            row = {"id": it.id, "answer": ans.model_dump(mode="json"), "usage": usage,
+                   "seconds": round(time.perf_counter() - t0, 2), "commit": commit()}
+            append(path, row)
+            done[it.id] = row
+            print(f"  {label}: {len(done)}/{len(items)} generated ({row['seconds']:.0f}s)", file=sys.stderr, flush=True)
+    return done
+
+
+def post_pass(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, out: Path, **kw) -> dict[str, dict]:
+    path = out / slug(label) / slug(stage_verifier) / f"{mode}.jsonl"
+    done = read_journal(path)
+    todo = [i for i in gen if i not in done]
+    if todo:
+        v = get_verifier(stage_verifier)
+        for i in todo:
+            ans = AttributedAnswer.model_validate(gen[i]["answer"])
+            t0 = time.perf_counter()
+            new = attribute_answer(ans, v, mode=mode, verifier_spec=stage_verifier, **kw)
+            row = {"id": i, "answer": new.model_dump(mode="json"), "stage_seconds": round(time.perf_counter() - t0, 3),
+                   "commit": commit()}
+            append(path, row)
+            done[i] = row
+    return done
+
+
+def records(items, answers: dict[str, dict]) -> list[dict]:
+    recs = []
+    for it in items:
+        if it.id not in answers:
+            continue
+        ans = AttributedAnswer.model_validate(answers[it.id]["answer"])
+        recs.append(make_record(it, ans, {}))
+    return recs
+
+
+def fmt(mean, ci, digits=1) -> str:
+    if mean is None:
+        return "–"
+    return f"{mean:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--methods", default="vanilla")
+    ap.add_argument("--formats", default="free,constrained", help="cite_format values, for methods that have the knob")
+    ap.add_argument("--limit", type=int, default=20)
+    ap.add_argument("--llm", default="local")
+    ap.add_argument("--stage-verifier", default="default")
+    ap.add_argument("--score-verifiers", default="default,llm-judge:local")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--report-only", action="store_true", help="print the tables from the journals; run nothing new")
+    ap.add_argument("--no-generate", action="store_true", help="score only the items already generated")
+    a = ap.parse_args()
+    out = Path(a.out)
+    items = load_items(a.data, limit=a.limit)
+    score_vs = [s for s in a.score_verifiers.split(",") if s]
+    rows = []
+    for label, method, over in variants([m for m in a.methods.split(",") if m], [f for f in a.formats.split(",") if f]):
+        if a.report_only or a.no_generate:
+            gen = read_journal(out / slug(label) / "answers.jsonl")
+        else:
+            gen = generate(label, method, over, items, a.llm, out, a.stage_verifier)
+        if not gen:
+            continue
+        ids = [it.id for it in items if it.id in gen]
+        mine = [it for it in items if it.id in gen]
+        ctx = make_context(method)
+        for mode in MODES:
+            if mode == "off":
+                answers, stage_s = gen, None
+            else:
+                if a.report_only:
+                    answers = read_journal(out / slug(label) / slug(a.stage_verifier) / f"{mode}.jsonl")
+                else:
+                    answers = post_pass(label, mode, gen, a.stage_verifier, out, partial=ctx.attribution_partial,
+                                        max_docs=ctx.attribution_max_docs)
+                answers = {i: r for i, r in answers.items() if i in gen}
+                stage_s = sum(r["stage_seconds"] for r in answers.values()) / max(1, len(answers))
+            if len(answers) < len(ids):
+                continue
+            row = {"label": label, "mode": mode, "n": len(ids), "stage_s": stage_s,
+                   "gen_s": sum(gen[i]["seconds"] for i in ids) / len(ids),
+                   "llm_calls": sum(gen[i]["usage"].get("llm_calls", 0) for i in ids) / len(ids)}
+            for k, sv in enumerate(score_vs):
+                cache = out / slug(label) / slug(a.stage_verifier) / f"scores_{mode}_{slug(sv)}.json"
+                if cache.is_file() and json.loads(cache.read_text()).get("ids") == ids:
+                    per = json.loads(cache.read_text())["items"]
+                elif a.report_only:
+                    continue
+                else:
+                    t0 = time.perf_counter()
+                    _, per = score_records(records(mine, answers), verifier=sv)
+                    cache.parent.mkdir(parents=True, exist_ok=True)
+                    cache.write_text(json.dumps({"ids": ids, "items": per, "commit": commit(),
+                                                 "seconds": round(time.perf_counter() - t0, 1)}))
+                summ, ci = summarize(per), bootstrap(per)
+                row[f"v{k}"] = {key: (summ.get(key), ci.get(key)) for key in summ}
+            rows.append(row)
+    print(f"\n# bench_attribution · data {a.data} (first {a.limit}) · llm {a.llm} · stage verifier "
+          f"{a.stage_verifier} · commit {commit()}")
+    print("Scores: mean [95% bootstrap CI]. v0/v1 = " + " / ".join(score_vs)
+          + f" (a score by {a.stage_verifier} of repair/strict rows is partly by construction).\n")
+    head = ["method", "attribution", "n", "cited %", "flagged %", "cited|flagged %"]
+    for sv in score_vs:
+        head += [f"cit. R ({sv})", f"cit. P ({sv})", f"cit. F1 ({sv})"]
+    head += ["STR-EM / claims", "words", "LLM calls", "gen s/q", "stage s/q"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in rows:
+        v0 = r.get("v0", {})
+
+        def g(key, src=v0, digits=1):
+            m, ci = src.get(key, (None, None))
+            return fmt(m, ci, digits)
+
+        uncited = v0.get("uncited_pct", (None, None))[0]
+        cited = fmt(None if uncited is None else 100 - uncited, None)
+        flagged = g("flagged_pct") if "flagged_pct" in v0 else "0.0"
+        cof = g("cited_or_flagged_pct") if "cited_or_flagged_pct" in v0 else cited
+        cells = [r["label"], r["mode"], str(r["n"]), cited, flagged, cof]
+        for k in range(len(score_vs)):
+            src = r.get(f"v{k}", {})
+            cells += [g("citation_rec", src), g("citation_prec", src), g("citation_f1", src)]
+        corr = g("str_em") if "str_em" in v0 else g("claims_nli")
+        cells += [corr, g("length", digits=0), f"{r['llm_calls']:.1f}", f"{r['gen_s']:.1f}",
+                  "–" if r["stage_s"] is None else f"{r['stage_s']:.2f}"]
+        print("| " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

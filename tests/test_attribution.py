@@ -1,0 +1,217 @@
+"""The shared attribution stage (citegraph/nodes/attribution.py): keep, re-point, add, joint support,
+partial, flag, strict drop, evidence; wired at the end of every graph by the `attribution` knob."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from citegraph.nodes.attribution import attribute_answer
+from citegraph.state import AttributedAnswer, CitedSentence, Document
+from citegraph.tools.verifier import FunctionVerifier, register_verifier
+
+_STOP = {"the", "and", "was", "is", "in", "a", "of", "by", "it", "its", "to"}
+
+
+def _words(t: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", t.lower()) if w not in _STOP}
+
+
+def overlap(premise: str, hypothesis: str) -> float:
+    """Share of the hypothesis' content words found in the premise (a transparent stub verifier)."""
+    h = _words(hypothesis)
+    return len(h & _words(premise)) / len(h) if h else 0.0
+
+
+@pytest.fixture
+def verifier():
+    return FunctionVerifier(overlap, spec="stub:overlap-attr", threshold=0.99)
+
+
+@pytest.fixture
+def docs4():
+    return [
+        Document(id="a", title="", text="Alpha was founded in 1901 by Ann. It has a blue logo."),
+        Document(id="b", title="", text="Beta is a river in Chile."),
+        Document(id="c", title="", text="Gamma won the 1990 prize."),
+        Document(id="d", title="", text="Delta makes bicycles in Lyon."),
+    ]
+
+
+def _answer(docs, *sents):
+    return AttributedAnswer(question="q", documents=docs,
+                            sentences=[CitedSentence(text=t, citations=c) for t, c in sents])
+
+
+def test_keep_simplify_repoint_add(verifier, docs4):
+    ans = _answer(docs4,
+                  ("Alpha was founded in 1901.", [1]),          # right: kept
+                  ("Beta is a river in Chile.", [2, 4]),        # over-cited: simplified to [2]
+                  ("Gamma won the 1990 prize.", [4]),           # wrong document: re-pointed to [3]
+                  ("Delta makes bicycles in Lyon.", []))        # uncited: added [4]
+    out = attribute_answer(ans, verifier, mode="repair")
+    assert [s.citations for s in out.sentences] == [[1], [2], [3], [4]]
+    assert [s.support for s in out.sentences] == ["supported"] * 4
+    actions = [r["action"] for r in out.metadata["attribution"]["sentences"]]
+    assert actions == ["kept", "simplified", "re-pointed", "added"]
+    # each citation carries the document sentence that supports it, with its score
+    ev = out.sentences[0].evidence
+    assert [(e.doc, e.text) for e in ev] == [(1, "Alpha was founded in 1901 by Ann.")]
+    assert ev[0].score == pytest.approx(1.0)
+    assert out.metadata["attribution"]["counts"] == {"supported": 4, "partial": 0, "unsupported": 0, "unchecked": 0}
+
+
+def test_joint_support_needs_two_documents(verifier, docs4):
+    ans = _answer(docs4, ("Ann founded Alpha and Gamma won the 1990 prize.", []))
+    out = attribute_answer(ans, verifier, mode="repair")
+    s = out.sentences[0]
+    assert s.citations == [1, 3] and s.support == "supported"
+    assert {e.doc for e in s.evidence} == {1, 3}
+
+
+def test_partial_and_flagged_and_strict(verifier, docs4):
+    ans = _answer(docs4,
+                  ("Alpha was founded in 1901 in Paris.", [2]),   # 3 of 4 words: partial, re-pointed to [1]
+                  ("The moon is made of cheese.", [1]),           # nothing: flagged, citation removed
+                  ("Beta is a river in Chile.", [2]))
+    out = attribute_answer(ans, verifier, mode="repair", partial=0.5)
+    assert [s.support for s in out.sentences] == ["partial", "unsupported", "supported"]
+    assert out.sentences[0].citations == [1]
+    assert out.sentences[1].citations == [] and out.sentences[1].evidence == []
+    assert any("flagged unsupported" in w for w in out.warnings)
+    # a citation known to be unsupported never reaches the reader
+    assert "[1]" not in out.render().split(".")[1]
+
+    strict = attribute_answer(ans, verifier, mode="strict", partial=0.5)
+    assert [s.text for s in strict.sentences] == ["Alpha was founded in 1901 in Paris.", "Beta is a river in Chile."]
+    dropped = strict.metadata["attribution"]["dropped"]
+    assert [d["text"] for d in dropped] == ["The moon is made of cheese."] and dropped[0]["citations"] == [1]
+    assert any("dropped 1 unsupported" in w for w in strict.warnings)
+
+
+def test_existing_evidence_kept_and_never_out_of_range(verifier, docs4):
+    from citegraph.state import Evidence
+
+    ans = AttributedAnswer(question="q", documents=docs4, sentences=[
+        CitedSentence(text="Beta is a river in Chile.", citations=[2], evidence=[Evidence(doc=2, text="Beta is a river in Chile.")]),
+        CitedSentence(text="Gamma won the 1990 prize.", citations=[3]),
+    ])
+    out = attribute_answer(ans, verifier, mode="repair", candidates=[[2], [1, 2]])  # [3] is not a candidate
+    assert out.sentences[0].evidence[0].score is None  # the method's own evidence, kept as it was
+    # sentence 2 may only use documents 1-2 (neither supports it) but its own citation still does
+    assert out.sentences[1].citations == [3]
+    assert all(1 <= c <= 4 for s in out.sentences for c in s.citations)
+
+
+def test_every_graph_ends_with_the_stage():
+    from citegraph.graphs.registry import build_graph, context_class, names
+
+    for name in names():
+        g = build_graph(name)
+        assert "attribution" in g.get_graph().nodes, name
+        ctx = context_class(name)()
+        expected = "repair" if name in ("squai", "rag", "ginger", "odmds", "genprog-posthoc", "cite") else "off"
+        assert ctx.attribution == expected, name
+
+
+def test_vanilla_repair_through_the_graph(scripted, docs):
+    """VANILLA's uncited and mis-cited sentences are repaired inside the graph; off leaves them."""
+    from citegraph.graphs.registry import build_graph, make_context
+
+    register_verifier("stub:overlap-graph", FunctionVerifier(overlap, spec="stub:overlap-graph", threshold=0.99))
+    spec, _ = scripted(["Alpha was founded in 1901 by Ann [2]. Beta is a river in Chile. The sky is green."])
+    g = build_graph("vanilla")
+    inp = {"question": "Tell me about Alpha and Beta.", "documents": docs}
+    off = g.invoke(inp, context=make_context("vanilla", llm=spec, verifier="stub:overlap-graph"))["answer"]
+    assert [s.citations for s in off.sentences] == [[2], [], []]
+    assert all(s.support is None for s in off.sentences)
+
+    spec, _ = scripted(["Alpha was founded in 1901 by Ann [2]. Beta is a river in Chile. The sky is green."])
+    rep = g.invoke(inp, context=make_context("vanilla", llm=spec, verifier="stub:overlap-graph",
+                                              attribution="strict"))["answer"]
+    assert [s.citations for s in rep.sentences] == [[1], [2]]
+    assert [s.support for s in rep.sentences] == ["supported", "supported"]
+    assert rep.metadata["attribution"]["dropped"][0]["text"] == "The sky is green."
+
+
+def test_bad_mode_is_a_one_line_error():
+    from citegraph.errors import InputError
+    from citegraph.graphs.registry import make_context
+
+    with pytest.raises(InputError, match="attribution must be one of off, repair, strict"):
+        make_context("vanilla", attribution="fix")
+
+
+# --------------------------------------------------------------------------- citegraph cite
+def _write_docs(tmp_path, docs):
+    import json
+
+    p = tmp_path / "docs.jsonl"
+    p.write_text("\n".join(json.dumps({"id": d.id, "text": d.text}) for d in docs) + "\n")
+    return p
+
+
+def test_cite_cli_attributes_a_text(tmp_path, capsys, docs4):
+    import json
+
+    from citegraph.cli import main
+
+    register_verifier("stub:overlap-cli", FunctionVerifier(overlap, spec="stub:overlap-cli", threshold=0.99))
+    text = tmp_path / "answer.txt"
+    text.write_text("Gamma won the 1990 prize [1]. Delta makes bicycles in Lyon. Paris is in Texas.")
+    code = main(["cite", "--text", str(text), "--docs", str(_write_docs(tmp_path, docs4)),
+                 "--verifier", "stub:overlap-cli", "--json"])
+    assert code == 0
+    ans = json.loads(capsys.readouterr().out)
+    assert [s["citations"] for s in ans["sentences"]] == [[3], [4], []]
+    assert [s["support"] for s in ans["sentences"]] == ["supported", "supported", "unsupported"]
+    assert ans["sentences"][0]["evidence"][0]["text"] == "Gamma won the 1990 prize."
+    assert ans["metadata"]["attribution"]["sentences"][0]["action"] == "re-pointed"
+
+    code = main(["cite", "--text", str(text), "--docs", str(_write_docs(tmp_path, docs4)),
+                 "--verifier", "stub:overlap-cli"])
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps at the console's width
+    assert code == 0 and "unsupported: no document supports it" in out and "1 unsupported" in out
+
+
+def test_cite_rewrite_rechecks(tmp_path, capsys, docs4, scripted):
+    import json
+
+    from citegraph.cli import main
+
+    register_verifier("stub:overlap-rw", FunctionVerifier(overlap, spec="stub:overlap-rw", threshold=0.99))
+    spec, model = scripted(["Beta is a river in Chile."])
+    text = tmp_path / "answer.txt"
+    text.write_text("Beta is a lake in Peru.")
+    code = main(["cite", "--text", str(text), "--docs", str(_write_docs(tmp_path, docs4)), "--verifier",
+                 "stub:overlap-rw", "--llm", spec, "--rewrite", "--set", "attribution_partial=0.9", "--json"])
+    assert code == 0
+    ans = json.loads(capsys.readouterr().out)
+    s = ans["sentences"][0]
+    assert s["text"] == "Beta is a river in Chile." and s["citations"] == [2] and s["support"] == "supported"
+    rec = ans["metadata"]["attribution"]["sentences"][0]
+    assert rec["action"] == "rewritten" and rec["rewritten_from"] == "Beta is a lake in Peru."
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["cite", "--text", "MISSING.txt", "--docs", "DOCS"], "cannot read"),
+    (["cite", "--text", "EMPTY", "--docs", "DOCS"], "no text to attribute"),
+    (["cite", "--text", "TEXT"], "give --docs"),
+    (["cite", "--text", "TEXT", "--docs", "DOCS", "--index", "x"], "give --docs"),
+    (["cite", "--text", "TEXT", "--docs", "DOCS", "--verifier", "nonsense-verifier"], "unknown verifier spec"),
+    (["cite", "--text", "TEXT", "--docs", "DOCS", "--set", "attribution=maybe"], "attribution must be one of"),
+    (["cite", "--text", "TEXT", "--index", "NOINDEX"], ""),
+])
+def test_cite_cli_bad_input(tmp_path, capsys, docs4, argv, needle):
+    from citegraph.cli import main
+
+    (tmp_path / "empty.txt").write_text("  \n")
+    (tmp_path / "t.txt").write_text("Beta is a river.")
+    subst = {"MISSING.txt": str(tmp_path / "missing.txt"), "EMPTY": str(tmp_path / "empty.txt"),
+             "TEXT": str(tmp_path / "t.txt"), "DOCS": str(_write_docs(tmp_path, docs4)),
+             "NOINDEX": str(tmp_path / "no_index")}
+    code = main([subst.get(a, a) for a in argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and err.startswith("citegraph: error:") and needle in err
