@@ -59,7 +59,7 @@ def run_all() -> dict:
         graph = build_graph(method, checkpointer=InMemorySaver())
         cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
         inputs = {"question": "When was Alpha founded?", "documents": docs}
-        if method == "genprog-posthoc":  # attributes a given answer
+        if method in ("genprog-posthoc", "cite"):  # attribute a given answer
             inputs["answer_text"] = "Alpha was founded in 1901 by Ann."
         out = graph.invoke(inputs, config=cfg, context=ctx)
         values = graph.get_state(cfg).values

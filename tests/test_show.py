@@ -470,3 +470,18 @@ def test_malformed_or_partial_traces_never_break_the_page():
                  cost={}, metrics=None, score_file=None, score_verifier=None, items=[it])
     html = render_page(Page(files=[f], rows=[Row(0, "i", "Q?", [it])], page_size=20, verifier=None, threshold=None, top=2))
     assert "RAAC trace: 1 TextAgent round(s), 0 validation(s)" in html and "The method returned no answer." in html
+
+
+def test_support_status_of_the_attribution_stage_is_shown(tmp_path, scripted):
+    """A run with attribution=strict: each sentence's support is marked; a flagged sentence says so."""
+    spec, _ = scripted([VANILLA])
+    out = tmp_path / "repaired.json"
+    run_dataset("vanilla", [example_item()], out,
+                make_context("vanilla", llm=spec, verifier=VSPEC, attribution="repair"))
+    rec = json.loads(out.read_text())["data"][0]["citegraph"]["answer"]
+    supports = [s["support"] for s in rec["sentences"]]
+    assert set(supports) <= {"supported", "partial", "unsupported"} and len(supports) == 5
+    html = render_page(build_page([out], verifier=None))
+    marks = re.findall(r'<span class="support (\w+)"', html)
+    assert marks[-len(supports):] == supports  # the legend's three come first
+    assert html.count('class="support unsupported"') == 1 + supports.count("unsupported")
