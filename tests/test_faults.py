@@ -27,7 +27,7 @@ from citegraph.graphs.registry import names
 
 from fake_openai import FakeOpenAI, Raw
 
-GRAPHS = names()
+GRAPHS = [n for n in names() if n != "cite"]  # cite calls no model (verifier only) unless --rewrite
 
 OK = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
       "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
