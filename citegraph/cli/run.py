@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import add_checkpoint_arg, add_model_args, method_context, open_checkpoint_arg, preset_args
+from citegraph.cli.common import (add_checkpoint_arg, add_model_args, add_workers_args, method_context,
+                                  open_checkpoint_arg, preset_args, run_summary_line, workers_args)
 from citegraph.errors import InputError
 
 
@@ -51,14 +52,10 @@ def cmd_run(args) -> int:
             args.method, items, args.output, ctx, concurrency=args.concurrency,
             overwrite=args.overwrite, progress=progress, on_error=on_error,
             extra_args={"input": os.path.abspath(args.input), "limit": args.limit, **preset_args(args.method, args)},
-            checkpoint=args.checkpoint,
+            checkpoint=args.checkpoint, **workers_args(args),
         )
-    console.print(
-        f"wrote {args.output}: {stats['ran']} new, {stats['skipped']} already done, {stats['failed']} failed "
-        f"(of {stats['total']})",
-        soft_wrap=True, markup=False,  # a path is text, not rich markup
-    )
-    return 1 if stats["failed"] else 0
+    console.print(run_summary_line(args.output, stats), soft_wrap=True, markup=False)  # a path is text, not markup
+    return 1 if stats["failed"] or stats.get("empty") or not os.path.exists(args.output) else 0
 
 
 def register(sub) -> None:
@@ -75,4 +72,5 @@ def register(sub) -> None:
                    help="genprog-posthoc: the item field holding the answer to attribute (e.g. output)")
     add_model_args(p)
     add_checkpoint_arg(p)
+    add_workers_args(p)
     p.set_defaults(func=cmd_run)
