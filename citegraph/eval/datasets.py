@@ -207,6 +207,8 @@ def load_items(path: str | Path, limit: int | None = None) -> list[Item]:
         data = data["data"]
     if not isinstance(data, list):
         raise InputError(f"{path}: expected a list of items (or {{'data': [...]}})")
+    if not data:
+        raise InputError(f"{path}: no items")
     items: list[Item] = []
     seen: set[str] = set()
     for n, raw in enumerate(data, 1):
