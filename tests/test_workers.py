@@ -246,3 +246,24 @@ def test_failed_items_are_retried_by_a_worker_that_starts_later(postgres):
         b.close()
     finally:
         a.close()
+
+
+def test_bench_workers_share_the_job(tmp_path, postgres, scripted):
+    """``bench --workers-db``: a worker that starts after the first finished gathers every item from the
+    table (no model call) and scores and reports the whole job."""
+    from citegraph.eval.bench import run_bench
+    from citegraph.tools.verifier import FunctionVerifier, register_verifier
+
+    spec, model = scripted(lambda messages, kwargs: "Fact 1 is true [1].")
+    register_verifier("stub:workers", FunctionVerifier(lambda p, h: 1.0, spec="stub:workers"))
+    url = postgres.new_database("bench_workers")
+    data = dataset(tmp_path / "d.json", 3)
+    first = run_bench(["vanilla"], data, tmp_path / "b1", llm=spec, verifier="stub:workers", workers_db=url)
+    assert len(model.calls) == 3 and first["runs"]["vanilla"]["ran"] == 3
+    second = run_bench(["vanilla"], data, tmp_path / "b2", llm=spec, verifier="stub:workers", workers_db=url)
+    assert len(model.calls) == 3  # nothing asked again
+    run2 = second["runs"]["vanilla"]
+    assert run2["skipped"] == 3 and run2["ran"] == 0 and run2["by_others"] == 0  # done before it started
+    raw = json.loads((tmp_path / "b2" / "raw" / "vanilla.json").read_text())
+    assert [d["citegraph"]["item_id"] for d in raw["data"]] == ["item0", "item1", "item2"]
+    assert second["counts"]["vanilla"]["finished"] == 3

@@ -40,7 +40,7 @@ def cmd_bench(args) -> int:
         print(f"\nscored by {spec}:\n{table}")
     console.print(f"report: {res['report']} (summary.json, citation_f1_vs_tokens.png, raw/ in "
                   f"{os.path.dirname(res['report']) or '.'})", markup=False)
-    failed = sum(r.get("failed", 0) for r in res["runs"].values())
+    failed = sum(r.get("failed", 0) + r.get("empty", 0) for r in res["runs"].values())  # an empty answer is no success
     return 1 if failed else 0
 
 
