@@ -59,6 +59,7 @@ ODD_REPLIES = {
     "huge": "Alpha is a town [1]. " * 150_000,  # 3.2 MB
     "out-of-range": "Alpha was founded in 1901 [17]. Beta is a river [-1][0]. Both exist [2][2][99].",
     "surrogates": "Alpha is a town \ud800 [1]. Beta \udfff is a river [2].",
+    "bidi-noncharacters": "Alpha is a \u202etown\u202c [1]. Beta \ufffe is a \uffff river \u2066[2].",
     "nested": "[" * 50_000 + "Alpha [1]" + "]" * 50_000,
 }
 
@@ -161,7 +162,6 @@ def test_odd_but_readable_replies_give_valid_bounded_answers(method, reply, tmp_
     with FakeOpenAI(lambda body: Raw(completion(content))) as srv:
         spec = endpoint(srv)
         code, err = run_cli(method, spec, data, out, stub_verifier, capsys)
-    assert code == 0, err
     raw = out.read_bytes()
     raw.decode("utf-8")  # valid UTF-8 (no lone surrogates reached the file)
     assert len(raw) < 2_000_000  # a 3 MB reply is cut, not copied into the output
@@ -169,10 +169,15 @@ def test_odd_but_readable_replies_give_valid_bounded_answers(method, reply, tmp_
     rec = records[0]
     answer = rec["citegraph"]["answer"]
     n_docs = len(rec["docs"])
+    # an answer with no sentence (nothing readable in the reply) is kept but is no success (#38)
+    assert code == (0 if answer["sentences"] else 1), err
+    assert ("1 with no answer sentence" in err) == (not answer["sentences"]), err
+    assert "\u202e" not in rec["output"] and "\ufffe" not in rec["output"]
     rendered = []
     for s in answer["sentences"]:
         assert all(1 <= c <= n_docs for c in s["citations"]), s
         assert "[17]" not in s["text"] and "[-1]" not in s["text"] and "\ud800" not in s["text"]
+        assert not any(ch in s["text"] for ch in "\u202e\u202c\ufffe\uffff\u2066"), s
         rendered.append(s["text"] + "".join(f" [{c}]" for c in s["citations"]))
     # `output` (what ALCE's eval.py reads) is the structured answer, rendered: no stray markers
     for marker in ("[17]", "[99]", "[-1]", "[0]"):

@@ -53,10 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"citegraph: error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except ModelError as e:
-        print(f"citegraph: model error: {e}", file=sys.stderr)
+        saved = getattr(e, "run_summary", None)  # a run stopped: what it kept, what never ran
+        print(f"citegraph: model error: {e}" + (f" ({saved})" if saved else ""), file=sys.stderr)
         return EXIT_MODEL
-    except KeyboardInterrupt:
-        print("citegraph: interrupted (finished items are saved; re-run to resume)", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        saved = getattr(e, "run_summary", None) or "finished items are saved; re-run to resume"
+        print(f"citegraph: interrupted ({saved})", file=sys.stderr)
         return 130
     finally:
         from citegraph.tools import failures

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import add_checkpoint_arg, add_failure_args, add_preset_arg, open_checkpoint_arg, parse_set
+from citegraph.cli.common import (add_checkpoint_arg, add_failure_args, add_preset_arg, add_workers_args, open_checkpoint_arg,
+                                  parse_set, workers_args)
 from citegraph.errors import InputError
 
 
@@ -17,6 +18,7 @@ def cmd_bench(args) -> int:
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
     open_checkpoint_arg(args)  # a bad --checkpoint stops here, before any item runs
+    workers = workers_args(args)
     console = Console(stderr=True)
 
     def progress(method: str, done: int, total: int) -> None:
@@ -29,7 +31,7 @@ def cmd_bench(args) -> int:
         args.methods.split(","), args.data, args.out, limit=args.limit, llm=args.llm, verifier=args.verifier,
         overrides=parse_set(args.set), preset=args.preset, dataset=args.dataset, concurrency=args.concurrency,
         overwrite=args.overwrite, progress=progress, on_error=on_error, answer_field=args.answer_field, checkpoint=args.checkpoint,
-        score_verifiers=args.score_verifier or (),
+        score_verifiers=args.score_verifier or (), **workers,
         on_method=lambda m, r: console.print(f"scored {m}: {r['scored']} item(s) scored, {r['reused']} from the "
                                              f"previous scores -> {r['written']}", markup=False),
     )
@@ -38,7 +40,7 @@ def cmd_bench(args) -> int:
         print(f"\nscored by {spec}:\n{table}")
     console.print(f"report: {res['report']} (summary.json, citation_f1_vs_tokens.png, raw/ in "
                   f"{os.path.dirname(res['report']) or '.'})", markup=False)
-    failed = sum(r.get("failed", 0) for r in res["runs"].values())
+    failed = sum(r.get("failed", 0) + r.get("empty", 0) for r in res["runs"].values())  # an empty answer is no success
     return 1 if failed else 0
 
 
@@ -67,4 +69,5 @@ def register(subparsers) -> None:
                    help="genprog-posthoc: the item field holding the answer to attribute (e.g. output)")
     add_failure_args(p)
     add_checkpoint_arg(p)
+    add_workers_args(p)
     p.set_defaults(func=cmd_bench)

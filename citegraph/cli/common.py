@@ -77,6 +77,55 @@ def add_checkpoint_arg(p: argparse.ArgumentParser) -> None:
                         "from its last completed node (memory, sqlite:///path/to/file.db, postgresql://user@host:port/db)")
 
 
+def add_workers_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers-db", metavar="POSTGRES_URL", default=None,
+                   help="many workers, one job: start the same command on several processes or hosts with the same "
+                        "PostgreSQL URL (postgresql://user@host:port/db; may be the --checkpoint database); each item "
+                        "is claimed by exactly one live worker (a claim lapses when its worker dies: at once when its "
+                        "database session ends, else after --workers-lease), and every worker's output ends with all "
+                        "the items. Not with --overwrite")
+    p.add_argument("--workers-lease", type=float, default=None, metavar="SECONDS",
+                   help="with --workers-db: seconds a worker's claim holds without its heartbeat before another "
+                        "worker takes the item over (default 30)")
+
+
+def workers_args(args) -> dict[str, Any]:
+    """``run_dataset``'s ``workers_db`` / ``lease_s`` from the flags (checked: one line, exit 2)."""
+    spec, lease = getattr(args, "workers_db", None), getattr(args, "workers_lease", None)
+    if lease is not None and not (lease > 0 and lease < 1e6):
+        raise InputError("--workers-lease must be more than 0 seconds")
+    if lease is not None and not spec:
+        raise InputError("--workers-lease needs --workers-db")
+    if spec:
+        from citegraph.eval.workqueue import check_workers_db
+
+        check_workers_db(spec)
+        if getattr(args, "overwrite", False):
+            raise InputError("--overwrite cannot be used with --workers-db: the workers share the job, and one "
+                             "worker's overwrite would discard the others' items")
+    return {"workers_db": spec, "lease_s": lease}
+
+
+def run_summary_line(output: str, stats: dict[str, Any]) -> str:
+    """What a finished ``run`` says: where it wrote, and how many items were new, reused, failed."""
+    import os
+
+    parts = [f"{stats['ran'] - stats.get('late', 0)} new"]
+    if stats.get("by_others"):
+        parts.append(f"{stats['by_others']} by other workers")
+    parts.append(f"{stats['skipped']} already done")
+    if stats.get("replaced"):
+        parts.append(f"{stats['replaced']} re-run because their question, documents or settings changed "
+                     "(the old records are in the .replaced.jsonl file)")
+    parts.append(f"{stats['failed']} failed")
+    if stats.get("empty"):
+        parts.append(f"{stats['empty']} with no answer sentence (kept, with the method's warnings)")
+    counts = ", ".join(parts) + f" (of {stats['total']})"
+    if not os.path.exists(output):
+        return f"no output written to {output}: no item finished; {counts}"
+    return f"wrote {output}: {counts}"
+
+
 def open_checkpoint_arg(args):
     """The checkpointer ``--checkpoint`` names (None without it); a bad spec is an InputError here,
     before any item runs."""

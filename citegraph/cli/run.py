@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import add_checkpoint_arg, add_model_args, method_context, open_checkpoint_arg, preset_args
+from citegraph.cli.common import (add_checkpoint_arg, add_model_args, add_workers_args, method_context,
+                                  open_checkpoint_arg, preset_args, run_summary_line, workers_args)
 from citegraph.errors import InputError
 
 
@@ -34,31 +35,36 @@ def cmd_run(args) -> int:
     console = Console(stderr=True)
     errors: list[str] = []
 
-    with Progress(
+    workers = workers_args(args)  # bad worker flags: one line, before anything starts
+    # the bar appears with the first progress report, after the output, the store and the workers'
+    # database were opened: a bad one is the only line printed
+    prog = Progress(
         TextColumn(f"[bold]{args.method}[/bold]"), BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
-    ) as prog:
-        task = prog.add_task("run", total=len(items))
+    )
+    task = prog.add_task("run", total=len(items))
 
-        def progress(done: int, total: int) -> None:
-            prog.update(task, completed=done, total=total)
+    def progress(done: int, total: int) -> None:
+        if not prog.live.is_started:
+            prog.start()
+        prog.update(task, completed=done, total=total)
 
-        def on_error(item, exc) -> None:
-            errors.append(f"{item.id}: {type(exc).__name__}: {exc}")
-            console.print(f"[red]item {escape(str(item.id))} failed:[/red] {type(exc).__name__}: {escape(str(exc))}", soft_wrap=True)
+    def on_error(item, exc) -> None:
+        errors.append(f"{item.id}: {type(exc).__name__}: {exc}")
+        console.print(f"[red]item {escape(str(item.id))} failed:[/red] {type(exc).__name__}: {escape(str(exc))}", soft_wrap=True)
 
+    try:
         stats = run_dataset(
             args.method, items, args.output, ctx, concurrency=args.concurrency,
             overwrite=args.overwrite, progress=progress, on_error=on_error,
             extra_args={"input": os.path.abspath(args.input), "limit": args.limit, **preset_args(args.method, args)},
-            checkpoint=args.checkpoint,
+            checkpoint=args.checkpoint, **workers,
         )
-    console.print(
-        f"wrote {args.output}: {stats['ran']} new, {stats['skipped']} already done, {stats['failed']} failed "
-        f"(of {stats['total']})",
-        soft_wrap=True, markup=False,  # a path is text, not rich markup
-    )
-    return 1 if stats["failed"] else 0
+    finally:
+        if prog.live.is_started:
+            prog.stop()
+    console.print(run_summary_line(args.output, stats), soft_wrap=True, markup=False)  # a path is text, not markup
+    return 1 if stats["failed"] or stats.get("empty") or not os.path.exists(args.output) else 0
 
 
 def register(sub) -> None:
@@ -75,4 +81,5 @@ def register(sub) -> None:
                    help="genprog-posthoc: the item field holding the answer to attribute (e.g. output)")
     add_model_args(p)
     add_checkpoint_arg(p)
+    add_workers_args(p)
     p.set_defaults(func=cmd_run)

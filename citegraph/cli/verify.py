@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from citegraph.errors import InputError
+from citegraph.eval.datasets import json_loads
 from citegraph.tools.verifier import _REGISTRY, VerifierStats, _HFVerifier, get_verifier
 
 def _read_pairs(pairs_path: str | os.PathLike) -> list[dict]:
@@ -26,9 +27,9 @@ def _read_pairs(pairs_path: str | os.PathLike) -> list[dict]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
+                row = json_loads(line, f"{path}:{lineno}")  # also: huge numbers, deep nesting, lone surrogates
+            except InputError as exc:
+                raise InputError(str(exc).replace(f"{path}:{lineno}:1:", f"{path}:{lineno}:")) from None
             if not isinstance(row, dict):
                 raise InputError(f"{path}:{lineno}: expected a JSON object with premise and hypothesis")
             for field in ("premise", "hypothesis"):

@@ -213,6 +213,8 @@ def run_bench(
     answer_field: str | None = None,
     checkpoint: str | None = None,
     score_verifiers: Sequence[str] = (),
+    workers_db: str | None = None,
+    lease_s: float | None = None,
 ) -> dict:
     """Run, score and report. Returns ``{"scores": {method: score result}, "runs": {...}, "report": path}``.
 
@@ -221,7 +223,10 @@ def run_bench(
     ``raw/<method>.score.<verifier>.json``, so a stopped bench keeps what an LLM judge scored.
 
     ``preset`` (``citegraph.graphs.presets``) gives each method its per-dataset settings first;
-    ``overrides`` (``--set``) and a variant's own settings are applied after it and win."""
+    ``overrides`` (``--set``) and a variant's own settings are applied after it and win.
+
+    ``workers_db``: this process is one of several workers sharing every method's items through that
+    PostgreSQL database (``run_dataset``); each worker scores and reports the whole job."""
     from citegraph.eval.datasets import attach_answers, check_answer_field, load_items
     from citegraph.eval.runner import run_dataset
     from citegraph.graphs.registry import context_class, entry
@@ -287,7 +292,7 @@ def run_bench(
             extra_args={"input": str(Path(data).resolve()), "limit": limit, "variant": m,
                         **({"preset": preset_name, "preset_settings": preset_overrides(preset_name, base[m])}
                            if preset_name else {})},
-            checkpoint=checkpoint,
+            checkpoint=checkpoint, workers_db=workers_db, lease_s=lease_s,
         )
         runs[m]["wall_seconds"] = round(time.perf_counter() - t0, 2)
         if not raw.exists():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,49 @@ def check_output_path(path: str | Path) -> Path:
     return p
 
 
+#: how deep a JSON input may nest (objects and lists); an item needs 4 levels
+MAX_JSON_DEPTH = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_loads(text: str, where: str) -> Any:
+    """``json.loads`` whose every failure is an InputError naming ``where``: invalid JSON, an integer
+    of more than 4,300 digits (Python's limit), nesting deeper than the interpreter's stack; and a
+    value that no output could be written with (lone surrogate escapes such as ``\\ud800``, nesting
+    deeper than :data:`MAX_JSON_DEPTH`) is refused here, not in the middle of a run."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{where}:{e.lineno}: invalid JSON ({e.msg})") from None
+    except ValueError as e:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        raise InputError(f"{where}: a number in the JSON is too long ({str(e).split(';')[0]})") from None
+    except RecursionError:
+        raise InputError(f"{where}: the JSON nests too deeply") from None
+    check_json_tree(data, where)
+    return data
+
+
+def check_json_tree(data: Any, where: str) -> None:
+    """Walk a parsed JSON value (iteratively): InputError on nesting deeper than MAX_JSON_DEPTH or a
+    string holding a lone surrogate (valid JSON escape, not encodable text)."""
+    stack = [(data, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, str):
+            m = _SURROGATE.search(v)
+            if m:
+                raise InputError(f"{where}: a string holds a lone surrogate escape (\\u{ord(m.group()):04x}), "
+                                 "which is not text; fix the file's escapes")
+        elif isinstance(v, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise InputError(f"{where}: the JSON nests more than {MAX_JSON_DEPTH} levels deep")
+            children = v.items() if isinstance(v, dict) else enumerate(v)
+            for k, c in children:
+                if isinstance(k, str):
+                    stack.append((k, depth))
+                stack.append((c, depth + 1))
+
+
 def _read_json_any(path: str | Path) -> Any:
     p = Path(path)
     if not p.exists():
@@ -97,14 +141,11 @@ def _read_json_any(path: str | Path) -> Any:
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise InputError(f"{p}:{n}: invalid JSON ({e.msg})") from None
+                rows.append(json_loads(line, f"{p}:{n}"))
+            except InputError as e:  # the line's own number, not the JSON's line 1
+                raise InputError(str(e).replace(f"{p}:{n}:1:", f"{p}:{n}:")) from None
         return rows
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from None
+    return json_loads(text, str(p))
 
 
 def _looks_jsonl(text: str) -> bool:
@@ -115,7 +156,7 @@ def _looks_jsonl(text: str) -> bool:
         json.loads(lines[0])
         json.loads(lines[1])
         return True
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return False
 
 
@@ -129,9 +170,17 @@ def parse_documents(raw_docs: Any, where: str) -> list[Document]:
         if not isinstance(d, dict):
             raise InputError(f"{where}: document {i} must be an object with a 'text' field")
         text = d.get("text") if d.get("text") is not None else d.get("contents") or d.get("segment")
+        if text is not None and not isinstance(text, str):
+            raise InputError(f"{where}: document {i}: the text must be a string, got {type(text).__name__}")
         if not isinstance(text, str) or not text.strip():
             raise InputError(f"{where}: document {i} has no text")
-        docs.append(Document(id=d.get("id") or d.get("docid") or "", title=d.get("title") or "", text=text))
+        title = d.get("title")
+        if title is not None and not isinstance(title, str):
+            raise InputError(f"{where}: document {i}: the title must be a string, got {type(title).__name__}")
+        doc_id = d.get("id") if d.get("id") not in (None, "") else d.get("docid")
+        if doc_id is not None and not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
+            raise InputError(f"{where}: document {i}: the id must be a string or an integer, got {type(doc_id).__name__}")
+        docs.append(Document(id=doc_id or "", title=title or "", text=text))
     return docs
 
 
@@ -143,6 +192,8 @@ def item_id(raw: dict[str, Any]) -> str:
 
 
 def check_question(q: Any, where: str) -> str:
+    if q is not None and not isinstance(q, str):
+        raise InputError(f"{where}: the question must be a string, got {type(q).__name__}")
     if not isinstance(q, str) or not q.strip():
         raise InputError(f"{where}: the question is empty")
     return q.strip()
@@ -156,6 +207,8 @@ def load_items(path: str | Path, limit: int | None = None) -> list[Item]:
         data = data["data"]
     if not isinstance(data, list):
         raise InputError(f"{path}: expected a list of items (or {{'data': [...]}})")
+    if not data:
+        raise InputError(f"{path}: no items")
     items: list[Item] = []
     seen: set[str] = set()
     for n, raw in enumerate(data, 1):

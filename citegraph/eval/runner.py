@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from citegraph.errors import InputError, ModelError, ModelReplyError
 from citegraph.eval.datasets import Item
-from citegraph.eval.provenance import provenance
+from citegraph.eval.provenance import endpoint_url, provenance
 from citegraph.graphs.registry import build_graph
 from citegraph.state import AttributedAnswer
 from citegraph.tools import failures
@@ -44,18 +44,41 @@ def _jsonable(o: Any) -> Any:
     return str(o)
 
 
+def model_endpoints(context) -> dict[str, str]:
+    """The endpoints the Context's model specs reach, where a spec alone does not name it: an
+    ``openai:`` spec (chat model or LLM judge) reaches ``OPENAI_BASE_URL``. Empty for local models
+    (their spec names the weights)."""
+    ctx = asdict(context) if is_dataclass(context) else {}
+    if any(isinstance(v, str) and "openai:" in v for v in ctx.values()):
+        return {"openai": endpoint_url()}
+    return {}
+
+
+def content_digest(item: Item, context, endpoints: dict[str, str] | None = None) -> str:
+    """sha256 (16 hex) of what decides an item's answer: its question, documents and further inputs
+    (the answer to attribute) and the whole Context (models, verifier, every knob); with
+    ``endpoints`` (:func:`model_endpoints`) also the servers the models are reached at.
+
+    The one digest both resumes use: an output file's record counts as done only for an item of the
+    same digest (:func:`run_dataset`), and a checkpoint thread (:func:`thread_id`) adds the endpoints.
+    The code version is not in it: a stored answer is re-used by the code that reads it."""
+    inputs = {"question": item.question, "documents": item.documents, **item.inputs}
+    ctx = asdict(context) if is_dataclass(context) else {}
+    blob: dict[str, Any] = {"context": ctx, "inputs": inputs}
+    if endpoints:
+        blob["endpoints"] = endpoints  # absent for local models: their digests stay as they were
+    text = json.dumps(blob, sort_keys=True, default=_jsonable, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def thread_id(label: str, item: Item, context) -> str:
     """The checkpoint thread of one item under one configuration: ``citegraph:<label>:<item id>:<digest>``.
 
-    ``label`` is the method or bench variant (readable in the store); the digest (sha256, 16 hex) covers
-    the whole Context (models, verifier, every knob) and the item's inputs (question, documents,
-    answer to attribute), so a run resumed under other settings, or on another file whose items reuse
-    the same ids, starts its own thread instead of continuing another configuration's half-finished
-    state. The code version is not in it: a checkpoint is resumed by the code that reads it."""
-    inputs = {"question": item.question, "documents": item.documents, **item.inputs}
-    ctx = asdict(context) if is_dataclass(context) else {}
-    blob = json.dumps({"context": ctx, "inputs": inputs}, sort_keys=True, default=_jsonable, ensure_ascii=False)
-    return f"citegraph:{label}:{item.id}:{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
+    ``label`` is the method or bench variant (readable in the store); the digest is
+    :func:`content_digest` with the model endpoints, so a run resumed under other settings, on
+    another file whose items reuse the same ids, or against another server (``OPENAI_BASE_URL``)
+    starts its own thread instead of continuing, or answering from, another configuration's state."""
+    return f"citegraph:{label}:{item.id}:{content_digest(item, context, model_endpoints(context))}"
 
 
 def answer_item(graph, item: Item, context, on_event: Callable[[dict], None] | None = None,
@@ -123,7 +146,9 @@ class ResumableWriter:
     def __init__(self, path: str | Path, args: dict[str, Any], overwrite: bool = False):
         self.path = Path(path)
         self.journal = self.path.with_name(self.path.name + ".partial.jsonl")
+        self.replaced = self.path.with_name(self.path.name + ".replaced.jsonl")
         self.args = args
+        self.old_args: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.items: dict[str, dict] = {}
         if self.path.parent and not self.path.parent.exists():
@@ -136,12 +161,13 @@ class ResumableWriter:
     def _load(self) -> None:
         if self.path.exists():
             try:
-                existing = json.loads(self.path.read_text())
-            except json.JSONDecodeError:
+                existing = json.loads(self.path.read_text(encoding="utf-8"))
+            except (ValueError, RecursionError):  # invalid JSON, or not UTF-8
                 raise InputError(f"{self.path} exists but is not valid JSON; pass --overwrite to replace it") from None
-            if not isinstance(existing, dict) or "data" not in existing:
+            if not isinstance(existing, dict) or not isinstance(existing.get("data"), list):
                 raise InputError(f"{self.path} exists and is not a citegraph/ALCE output file; pass --overwrite")
-            old = existing.get("args", {})
+            old = existing.get("args") if isinstance(existing.get("args"), dict) else {}
+            self.old_args = old
             for key in ("method", "context"):
                 if key in old and old[key] != self.args.get(key):
                     raise InputError(
@@ -149,18 +175,45 @@ class ResumableWriter:
                         "use another --output or pass --overwrite"
                     )
             for d in existing["data"]:
-                if "citegraph" in d:
+                if isinstance(d, dict) and isinstance(d.get("citegraph"), dict) and "item_id" in d["citegraph"]:
                     self.items[d["citegraph"]["item_id"]] = d
         if self.journal.exists():
-            for line in self.journal.read_text().splitlines():
+            for line in self.journal.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
                     d = json.loads(line)
-                except json.JSONDecodeError:
+                    self.items[d["citegraph"]["item_id"]] = d
+                except (ValueError, KeyError, TypeError):
                     continue  # a line cut by a kill: that item simply runs again
-                self.items[d["citegraph"]["item_id"]] = d
 
     def done(self) -> set[str]:
         return set(self.items)
+
+    def keep_matching(self, items: list[Item], digests: dict[str, str]) -> int:
+        """Resume by content: a record counts as done for an item only when it was made from the same
+        question, documents and settings (its ``input_digest`` equals the item's :func:`content_digest`).
+        A record of an item that changed (another input file reusing the ids, an edited question) is
+        moved to ``<output>.replaced.jsonl`` (nothing written is lost) and the item runs again.
+        A record written before digests were kept counts when its question and documents are the
+        item's, as given in the input. Returns how many records were replaced."""
+        stale = []
+        for it in items:
+            rec = self.items.get(it.id)
+            if rec is None:
+                continue
+            cg = rec["citegraph"]
+            have = cg.get("input_digest")
+            if have is None and _same_raw_inputs(rec, it):
+                cg["input_digest"] = digests[it.id]  # a record from before digests: the same inputs
+                cg.setdefault("input", self.old_args.get("input"))
+            elif have != digests[it.id]:
+                stale.append(it.id)
+        if stale:
+            with self._lock, open(self.replaced, "a", encoding="utf-8") as f:
+                for i in stale:
+                    f.write(json.dumps(self.items.pop(i), ensure_ascii=False) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        return len(stale)
 
     def add(self, record: dict) -> None:
         """Append one finished item to the journal (the JSON file is written by :meth:`finish`)."""
@@ -172,8 +225,20 @@ class ResumableWriter:
                 os.fsync(f.fileno())
 
     def _rewrite(self) -> None:
+        args = dict(self.args)
+        if "input" in args:
+            # each record names the input file that produced it; the args say so when that is not
+            # only this run's file (records of other items kept from a run on another file)
+            other: dict[str, int] = {}
+            for rec in self.items.values():
+                src = rec.get("citegraph", {}).get("input")
+                if src and src != args["input"]:
+                    other[src] = other.get(src, 0) + 1
+            if other:
+                args["other_inputs"] = other
         tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps({"args": self.args, "data": list(self.items.values())}, ensure_ascii=False, indent=1))
+        tmp.write_text(json.dumps({"args": args, "data": list(self.items.values())}, ensure_ascii=False, indent=1),
+                       encoding="utf-8")
         os.replace(tmp, self.path)
 
     def finish(self, order: list[str]) -> None:
@@ -189,10 +254,21 @@ class ResumableWriter:
             self.journal.unlink(missing_ok=True)
 
 
-def make_record(item: Item, ans: AttributedAnswer, usage: dict, provenance: dict | None = None) -> dict:
+def _same_raw_inputs(rec: dict, item: Item) -> bool:
+    """A record's input fields (copied from its item when it was written) are the item's."""
+    raw = item.raw
+    return all(rec.get(k) == raw.get(k) for k in ("question", "docs", "documents") if k in raw or k in rec)
+
+
+def make_record(item: Item, ans: AttributedAnswer, usage: dict, provenance: dict | None = None, *,
+                digest: str | None = None, source: str | None = None) -> dict:
     rec = dict(item.raw)
     rec["output"] = ans.render()
     rec["citegraph"] = {"item_id": item.id, "answer": ans.model_dump(mode="json", exclude={"documents"}), "usage": usage}
+    if digest:
+        rec["citegraph"]["input_digest"] = digest
+    if source:
+        rec["citegraph"]["input"] = source
     if provenance:
         rec["citegraph"]["provenance"] = provenance
     return rec
@@ -210,25 +286,68 @@ def run_dataset(
     on_error: Callable[[Item, BaseException], None] | None = None,
     extra_args: dict | None = None,
     checkpoint: str | None = None,
+    workers_db: str | None = None,
+    lease_s: float | None = None,
 ) -> dict[str, Any]:
-    """Run ``method`` on ``items`` into ``output`` (resumable). Returns counts.
+    """Run ``method`` on ``items`` into ``output`` (resumable). Returns counts: ``total``, ``skipped``
+    (done before), ``ran`` (answered now), ``failed``, ``replaced`` (records of changed items, run
+    again), ``empty`` (answers with no sentence: written, with the method's warnings, but not a
+    success), and with ``workers_db`` ``by_others`` (gathered from other workers) and ``late``.
+
+    Resume is keyed by content (:func:`content_digest`): a record in ``output`` counts as done only
+    for an item of the same question, documents and settings; any other is run again.
 
     ``checkpoint`` (``memory``, ``sqlite:///file.db``, ``postgresql://...``): every item also runs on
     its own checkpoint thread (:func:`thread_id`), so an item cut short resumes from its last
-    completed node instead of its start; ``overwrite`` then also discards the items' threads."""
+    completed node instead of its start; ``overwrite`` then also discards the items' threads.
+
+    ``workers_db`` (``postgresql://...``): this process is one of several workers sharing the items
+    through that database (:mod:`citegraph.eval.workqueue`); each item is claimed by one live worker
+    (``lease_s``: seconds a claim holds without a heartbeat), and every worker's output ends with all
+    the items any worker finished.
+
+    A run stopped by a model failure (or Ctrl-C) re-raises it with ``run_summary`` set: what the output
+    kept and what never ran."""
+    from citegraph.eval import workqueue
+
+    if workers_db and overwrite:
+        raise InputError("--overwrite cannot be used with --workers-db: the workers share the job, and one "
+                         "worker's overwrite would discard the others' items; use another --output and database")
     saver = open_checkpointer(checkpoint) if checkpoint else None  # a bad spec fails before any item
+    queue = workqueue.WorkQueue(workers_db, lease_s=lease_s or workqueue.DEFAULT_LEASE_S) if workers_db else None
     ctx_dict = {k: v for k, v in asdict(context).items()}
     args = {"method": method, "context": ctx_dict, **(extra_args or {})}
     if checkpoint:
         args["checkpoint"] = redact(checkpoint)
-    writer = ResumableWriter(output, args, overwrite=overwrite)
+    if workers_db:
+        args["workers_db"] = redact(workers_db)
+    try:
+        writer = ResumableWriter(output, args, overwrite=overwrite)
+    except BaseException:
+        if queue is not None:
+            queue.close()
+        raise
+    source = (extra_args or {}).get("input")
+    label = (extra_args or {}).get("variant") or method
+    digests = {it.id: content_digest(it, context) for it in items}
+    replaced = writer.keep_matching(items, digests)
     done = writer.done()
     todo = [it for it in items if it.id not in done]
     graph = build_graph(method, checkpointer=saver)
-    label = (extra_args or {}).get("variant") or method
     prov = provenance(getattr(context, "llm", None), getattr(context, "verifier", None))
-    failed = 0
+    counts = {"failed": 0, "empty": 0, "ran": 0}
     finished = len(items) - len(todo)
+    by_id = {it.id: it for it in items}
+    keys = {it.id: f"{label}:{it.id}:{digests[it.id]}" for it in items}
+    key_list = [keys[it.id] for it in items]
+    item_of_key = {keys[it.id]: it for it in items}
+    claimed: set[str] = set()  # keys this worker holds
+    before_done = 0
+    if queue is not None:
+        queue.register(key_list, [it.id for it in items], done={keys[i]: writer.items[i] for i in done if i in keys})
+        queue.start_heartbeat()
+        before_done = queue.counts(key_list)["done"]
+        finished = before_done
     if progress:
         progress(finished, len(items))
     failures.allow_calls()
@@ -243,43 +362,118 @@ def run_dataset(
         if thread is not None and overwrite:
             saver.delete_thread(thread)
         ans, usage = answer_item(graph, it, context, thread=thread)
-        writer.add(make_record(it, ans, usage, prov))
+        if not ans.sentences and thread is not None:
+            saver.delete_thread(thread)  # no answer: a re-run asks the model again, not the store
+        rec = make_record(it, ans, usage, prov, digest=digests[it.id], source=source)
+        if queue is None or queue.finish(keys[it.id], rec):
+            writer.add(rec)
+        return ans
 
     # at most `concurrency` items in flight, the next one submitted only when one ends: after a
     # run-ending failure no queued item can start (a worker would otherwise pick it up at once)
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
-    queue = iter(todo)
+    local_queue = iter(todo)
     running: dict = {}
+    started: set[str] = set()
 
-    def submit_next() -> None:
-        it = next(queue, None)
-        if it is not None:
+    def next_item() -> Item | None:
+        if queue is None:
+            return next(local_queue, None)
+        got = queue.claim(key_list)
+        if got is None:
+            return None
+        claimed.add(got[0])
+        return item_of_key[got[0]]
+
+    def fill() -> None:
+        while len(running) < max(1, concurrency):
+            it = next_item()
+            if it is None:
+                return
+            started.add(it.id)
             running[pool.submit(work, it)] = it
 
+    stopped: BaseException | None = None
     try:
-        for _ in range(max(1, concurrency)):
-            submit_next()
-        while running:
-            done_now, _ = wait(list(running), return_when=FIRST_COMPLETED)
+        fill()
+        while True:
+            if not running:
+                if queue is None:
+                    break
+                c = queue.counts(key_list)
+                if c["todo"] == 0 and c["claimed"] == 0:
+                    break  # every item is done or failed
+                time.sleep(workqueue.POLL_S)  # another worker holds the rest: wait, take over a dead one's
+                fill()
+                continue
+            done_now, _ = wait(list(running), timeout=workqueue.POLL_S if queue else None,
+                               return_when=FIRST_COMPLETED)
             for fut in done_now:
                 it = running.pop(fut)
                 exc = fut.exception()
                 if exc is not None:
                     if isinstance(exc, ModelError) and not isinstance(exc, ModelReplyError):
                         raise exc  # the run stops: see the module docstring
-                    failed += 1
+                    counts["failed"] += 1
+                    if queue is not None:
+                        queue.fail(keys[it.id], f"{type(exc).__name__}: {exc}")
+                        claimed.discard(keys[it.id])
                     if on_error:
                         on_error(it, exc)
                 else:
-                    finished += 1
+                    claimed.discard(keys[it.id])
+                    counts["ran"] += 1
+                    if not fut.result().sentences:
+                        counts["empty"] += 1
+                        if on_error:
+                            on_error(it, EmptyAnswer(fut.result()))
                 if progress:
-                    progress(finished, len(items))
-                submit_next()
-    except BaseException:  # a run-ending model failure, Ctrl-C: in-flight items stop retrying
+                    progress(queue.counts(key_list)["done"] if queue else finished + counts["ran"], len(items))
+            fill()
+    except BaseException as exc:  # a run-ending model failure, Ctrl-C: in-flight items stop retrying
+        stopped = exc
         failures.abort_calls()
         raise
     finally:
         pool.shutdown(wait=True)
         failures.allow_calls()
+        stats = {"total": len(items), "skipped": len(items) - len(todo), "ran": counts["ran"],
+                 "failed": counts["failed"], "replaced": replaced, "empty": counts["empty"]}
+        if queue is not None:
+            try:
+                queue.release(sorted(claimed))  # a stopped worker's items go back to the others
+                if stopped is None:
+                    stats.update(_gather(queue, key_list, item_of_key, writer, before_done, counts))
+            finally:
+                queue.close()
         writer.finish([it.id for it in items])
-    return {"total": len(items), "skipped": len(items) - len(todo), "ran": len(todo) - failed, "failed": failed}
+        if stopped is not None:
+            kept = sum(i in writer.items for i in by_id)
+            never = len(todo) - len(started)
+            lost = len(items) - kept - never
+            stopped.run_summary = (f"{kept} of {len(items)} kept in {writer.path}, {never} never ran"
+                                   + (f", {lost} stopped or failed" if lost else "")
+                                   + "; re-run the same command to resume")
+    return stats
+
+
+class EmptyAnswer(Exception):
+    """Reported through ``on_error`` for an answer with no sentence (written to the output, not a success)."""
+
+    def __init__(self, ans: AttributedAnswer):
+        why = "; ".join(ans.warnings[-3:]) or "the method produced no sentence"
+        super().__init__(f"the answer has no sentence ({why})")
+
+
+def _gather(queue, key_list: list[str], item_of_key: dict[str, Item], writer: ResumableWriter,
+            before_done: int, counts: dict[str, int]) -> dict[str, int]:
+    """Every record the workers stored for these items goes into this worker's output; the job's counts."""
+    res = queue.results(key_list)
+    for key in key_list:
+        r = res.get(key) or {}
+        rec = r.get("record")
+        if r.get("state") == "done" and isinstance(rec, dict) and writer.items.get(item_of_key[key].id) != rec:
+            writer.add(rec)
+    done = sum(1 for r in res.values() if r.get("state") == "done")
+    return {"skipped": before_done, "by_others": max(0, done - before_done - (counts["ran"] - queue.late)),
+            "failed": sum(1 for r in res.values() if r.get("state") == "failed"), "late": queue.late}

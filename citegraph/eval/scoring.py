@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from citegraph.errors import InputError
+from citegraph.eval.datasets import json_loads
 from citegraph.nodes import metrics as M
 from citegraph.state.answer import AttributedAnswer, Document
 
@@ -47,11 +48,10 @@ def read_output_file(path: str | Path) -> tuple[dict, list[dict]]:
     data: Any = {"data": []}
     if p.is_file():
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise InputError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from None
+            text = p.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise InputError(f"{p}: not UTF-8 text") from None
+        data = json_loads(text, str(p))  # invalid JSON, huge numbers, deep nesting: one line
     if journal.is_file() and isinstance(data, dict) and isinstance(data.get("data"), list):
         data = {**data, "data": _merge_journal(data["data"], journal)}
     args: dict = {}

@@ -15,6 +15,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 
+# characters a model's output must not carry into an answer: the bidirectional embedding/override and
+# isolate controls (U+202A-U+202E, U+2066-U+2069: "Trojan Source" text that reads differently than it
+# is stored), Unicode noncharacters (U+FDD0-U+FDEF and U+xFFFE/U+xFFFF of every plane) and lone
+# surrogates (not encodable as UTF-8). Marks that only hint direction (U+200E/U+200F) stay.
+_UNSAFE = re.compile("[\u202a-\u202e\u2066-\u2069\ufdd0-\ufdef\ud800-\udfff]|[\ufffe\uffff]"
+                     + "".join(f"|{chr(p * 0x10000 + 0xFFFE)}|{chr(p * 0x10000 + 0xFFFF)}" for p in range(1, 17)))
+
+
+def clean_text(text: str) -> str:
+    """``text`` without the characters an answer must not show (see ``_UNSAFE``)."""
+    return _UNSAFE.sub("", text)
+
+
 class Document(BaseModel):
     """A source document. ``id`` is the caller's identifier; citations use positions, not ids."""
 
@@ -72,7 +85,9 @@ class CitedSentence(BaseModel):
     def _no_marks(cls, v: str) -> str:
         """A sentence's text holds no citation marks: its citations are ``citations``. Marks a model or a
         copied document left in the text ("[17]", "dopamine.[6] [4]", "[-1]") would otherwise reach
-        ``render()`` and the ALCE ``output`` as citations nobody checked."""
+        ``render()`` and the ALCE ``output`` as citations nobody checked. Bidi controls, noncharacters and
+        lone surrogates from a model's output are dropped (:func:`clean_text`)."""
+        v = clean_text(v)
         if "[" not in v:
             return v
         from citegraph.tools.citations import strip_citations

@@ -65,7 +65,7 @@ def _from_text(typ: Any, value: Any) -> Any:
         return str(value)
     try:
         return json.loads(value)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON; also a number over Python's 4,300 digits
         return str(value)
 
 
@@ -102,6 +102,9 @@ def _checked(owner: str, name: str, typ: Any, value: Any, meta: dict[str, Any]) 
     from citegraph.errors import InputError
 
     where = f"{owner}.{name}"
+    if isinstance(value, str) and len(value) > 80 and typ in (bool, int, float):
+        raise InputError(f"{where} must be {'true or false' if typ is bool else 'a number'}, "
+                         f"got {len(value):,} characters ({value[:20]!r}...)")
     if typ is bool:
         if not isinstance(value, bool):
             raise InputError(f"{where} must be true or false, got {value!r}")

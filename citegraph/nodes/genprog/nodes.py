@@ -260,9 +260,12 @@ def attribute(state: GenProgState, runtime: Runtime[GenProgContext]) -> dict:
         if r.output.strip():
             sentences.append(CitedSentence(text=r.output.strip(), citations=cites, evidence=ev))
     before, after = rates(state.executions)
+    warnings = [f"program {e}" for e in state.program_errors]
+    if not sentences:  # the run reports it (an answer with no sentence is no success)
+        warnings.append(f"no answer: no program line gave a sentence ({state.plan_attempts} planner attempt(s))")
     ans = AttributedAnswer(
         question=state.question, documents=state.documents, sentences=sentences,
-        warnings=[f"program {e}" for e in state.program_errors],
+        warnings=warnings,
         metadata={
             "method": "genprog",
             "program": state.program_text,
