@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -21,6 +21,8 @@ GAE_LOSSES = ("negative_sampling", "frobenius")
 @dataclass(kw_only=True)
 class OdmdsContext(BaseContext):
     """Knobs of graph-augmented ODMDS."""
+
+    documents_are_a_corpus: ClassVar[bool] = True  # the input documents are retrieved from, not all prompted
 
     corpus: str = knob("", "Corpus to summarize from (odmds always retrieves): an index folder, chroma+http://HOST:PORT/COLLECTION or retriever:<name>; the input field `corpus` wins. Neither: the input documents become an in-memory corpus.")
     chunk_tokens: int = knob(256, "In-memory corpus from the input documents: tokens per chunk (the corpus layer's default).", ge=16)
