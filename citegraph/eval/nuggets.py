@@ -388,7 +388,7 @@ def evaluate_output_file(path: str | Path, *, judge: str | None = None, nuggets_
         elif claims_key and isinstance(rec.get(claims_key), list):
             kw = {"nuggets": [str(c) for c in rec[claims_key]], "importance": ["vital"] * len(rec[claims_key])}
         else:
-            kw = {"passages": [d.get("text", "") for d in rec.get("docs", [])]}
+            kw = {"passages": [d.get("text", "") for d in rec.get("docs", rec.get("documents", []))]}
         res = evaluate_topic(q, rec.get("output", ""), judge=judge, window=window, max_nuggets=max_nuggets, mode=mode, **kw)
         row = {"id": rid, **res.as_dict()}
         rows.append(row)
