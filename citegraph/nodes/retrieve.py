@@ -56,10 +56,25 @@ def bound_to_model(ctx: Any, question: str, documents: list):
     max_words = getattr(ctx, "max_doc_words", 0) or 0
     from citegraph.prompts.budget import PER_DOCUMENT_TOKENS, SKELETON_TOKENS
 
+    demos = _demonstrations(ctx)
     rough = sum(estimate_tokens(d.title) + estimate_tokens(d.text) + PER_DOCUMENT_TOKENS for d in documents)
-    if (rough + estimate_tokens(question)) * 2 <= window - reply - SKELETON_TOKENS:
+    if (rough + estimate_tokens(question) + estimate_tokens(demos)) * 2 <= window - reply - SKELETON_TOKENS:
         count = estimate_tokens  # far inside: no need to load a tokenizer
     else:
         count = token_counter(ctx.llm) or estimate_tokens
     return bound_documents(documents, window=window, reply_tokens=reply, question=question, count=count,
-                           max_doc_words=max_words)
+                           max_doc_words=max_words, extra_skeleton=demos)
+
+
+def _demonstrations(ctx: Any) -> str:
+    """The demonstrations part of the prompt of a Context with ALCE's ``ndemo``/``demos_file`` knobs
+    (an ALCE prompt file's demos are about 1,000 tokens each), "" otherwise or when it cannot be read
+    (the generating node reports that itself)."""
+    if not getattr(ctx, "ndemo", 0):
+        return ""
+    from citegraph.prompts.alce import build_prompt
+
+    try:
+        return build_prompt("", [], demos_file=getattr(ctx, "demos_file", "") or None, ndemo=ctx.ndemo)
+    except Exception:  # noqa: BLE001 - a missing or broken demos file fails in the method's own node
+        return ""

@@ -5,15 +5,16 @@ before any model call, so an input that outgrows the model is cut by this rule w
 of failing at the provider ("exceeds context window") after minutes of work:
 
 - the budget for the documents is the model's context window minus the reply (``max_new_tokens``),
-  minus the prompt skeleton: :data:`SKELETON_TOKENS` for the instructions and demonstration plus the
-  question's own tokens, and :data:`PER_DOCUMENT_TOKENS` of formatting per document
-  (``Document [n](Title: ...): ``);
+  minus the prompt skeleton: :data:`SKELETON_TOKENS` for the instructions, plus the demonstrations a
+  Context asks for (ALCE's ``ndemo``/``demos_file``: their prompt, counted), plus the question's own
+  tokens, and :data:`PER_DOCUMENT_TOKENS` of formatting per document (``Document [n](Title: ...): ``);
 - documents are kept whole, in the given order, while they fit; the first one that does not fit and
   every one after it are dropped (their positions, so citations into the kept ones keep their numbers);
 - when not even the first document fits, its text is cut to the budget (by words, so it stays text);
 - tokens are counted by the model's own tokenizer where one is at hand (llama.cpp models), and
   estimated as characters / :data:`CHARS_PER_TOKEN` otherwise (OpenAI-compatible servers and other
-  remote models, whose tokenizer is not local).
+  remote models, whose tokenizer is not local); the dropped documents' tokens are always estimated
+  (the warning says "about").
 
 The result names what was cut in one warning line that the answer carries (``answer.warnings``).
 """
@@ -79,10 +80,12 @@ class Bounded:
 
 
 def bound_documents(documents: Sequence[Document], *, window: int, reply_tokens: int, question: str = "",
-                    count: TokenCounter = estimate_tokens, max_doc_words: int = 0) -> Bounded:
+                    count: TokenCounter = estimate_tokens, max_doc_words: int = 0, extra_skeleton: str = "") -> Bounded:
     """``documents`` kept by the module's rule for a model of ``window`` tokens that may write
-    ``reply_tokens``. ``count``: the model's token counter (default: the characters / 4 estimate)."""
-    budget = max(0, window - reply_tokens - SKELETON_TOKENS - (count(question) if question else 0))
+    ``reply_tokens``. ``count``: the model's token counter (default: the characters / 4 estimate);
+    ``extra_skeleton``: prompt text beside the documents beyond the instructions (demonstrations)."""
+    fixed = SKELETON_TOKENS + (count(question) if question else 0) + (count(extra_skeleton) if extra_skeleton else 0)
+    budget = max(0, window - reply_tokens - fixed)
     docs = list(documents)
     total_estimate = sum(estimate_tokens(prompt_text(d, max_doc_words)) + PER_DOCUMENT_TOKENS for d in docs)
     if count is not estimate_tokens and total_estimate * 2 <= budget:
@@ -90,8 +93,12 @@ def bound_documents(documents: Sequence[Document], *, window: int, reply_tokens:
         return Bounded(docs, window, budget, used=total_estimate)
     out = Bounded([], window, budget)
     for i, d in enumerate(docs, 1):
+        if out.dropped:  # past the budget: the rest is dropped, its size estimated (no need to tokenize it)
+            out.dropped.append(i)
+            out.dropped_tokens += estimate_tokens(prompt_text(d, max_doc_words)) + PER_DOCUMENT_TOKENS
+            continue
         n = count(prompt_text(d, max_doc_words)) + PER_DOCUMENT_TOKENS
-        if not out.dropped and out.used + n <= budget:
+        if out.used + n <= budget:
             out.documents.append(d)
             out.used += n
             continue
