@@ -165,7 +165,7 @@ def test_ask_prints_sentences_citations_and_uncited(tmp_path, scripted, capsys):
 
 def test_graphs_lists_knobs_with_their_valid_values(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")  # one table row per line
-    assert main(["graphs"]) == 0
+    assert main(["graphs", "--knobs"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     # brackets are text, not rich markup: "[n]" and the ranges survive
     assert "the LLM cites as [n]." in out

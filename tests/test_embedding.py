@@ -1,5 +1,5 @@
 """The graphs inside a user's own app: no Context, a subgraph under a parent with its own Context,
-two methods in one parent, and a graph as a tool (issue #22, item 4)."""
+two methods in one parent, and a graph as a tool (issue #22, item 4; issue #39: tests/test_agent_app.py)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,11 @@ def test_two_methods_as_subgraphs_under_a_parent_with_its_own_context(default_ll
 
 
 def test_a_graph_as_a_tool(default_llm):
+    """The tool's text is the cited answer with its sources; the AttributedAnswer is the artifact
+    (an agent loop drives it in tests/test_agent_app.py)."""
     tool = build_graph("vanilla").as_tool(name="cited_answer", description="Answer with citations.")
-    out = tool.invoke({"question": "What are Alpha and Beta?", "documents": [d.model_dump() for d in DOCS]})
-    assert out["answer"].render() == "Alpha was founded in 1901 [1]. Beta is in Chile [2]."
+    args = {"question": "What are Alpha and Beta?", "documents": [d.model_dump() for d in DOCS]}
+    text = tool.invoke(args)
+    assert text.startswith("Alpha was founded in 1901 [1]. Beta is in Chile [2].\n\nSources:\n[1] Alpha (id: a)")
+    msg = tool.invoke({"type": "tool_call", "name": "cited_answer", "id": "c1", "args": args})
+    assert msg.artifact.render() == "Alpha was founded in 1901 [1]. Beta is in Chile [2]."

@@ -229,7 +229,7 @@ def test_run_and_bench_record_the_preset_in_args(tmp_path, scripted, monkeypatch
 
 def test_graphs_lists_the_presets(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")
-    assert main(["graphs"]) == 0
+    assert main(["graphs", "--knobs"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "presets (--preset NAME" in out
     assert "max_calibration_rounds=2" in out and "RAAC Table 7 (D=5, k=5, tau=0.8, M=2)" in out

@@ -52,7 +52,7 @@ def example_item(hostile: bool = True, item_id: str | None = None, question: str
     raw = copy.deepcopy(it.raw)
     if hostile:
         docs.append(Document(id="evil", title=HOSTILE_TITLE, text=HOSTILE_TEXT))
-        raw["docs"] = raw["docs"] + [{"id": "evil", "title": HOSTILE_TITLE, "text": HOSTILE_TEXT}]
+        raw["documents"] = raw["documents"] + [{"id": "evil", "title": HOSTILE_TITLE, "text": HOSTILE_TEXT}]
     if item_id:
         raw["id"] = item_id
     if question:

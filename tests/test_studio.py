@@ -165,3 +165,24 @@ def test_a_run_resumed_without_its_context_keeps_it(server):
     assert resumed and {r["model"] for r in resumed} == {"model-a"}
     assert out["answer"]["metadata"]["reviewed"] is True
     assert [s["citations"] for s in out["answer"]["sentences"]] == [[2]]
+
+
+def test_the_sdk_gets_the_same_one_line_errors_as_the_cli(server):
+    """Issue #39: the server no longer drops an unknown context key; the run fails before any model
+    call with the line `citegraph ask` prints (and so for an unknown spec and an input with nothing to
+    answer from)."""
+    client, fake = server
+    before = len(fake.requests)
+    cases = [
+        ({"question": "Eiffel?", "documents": DOCS}, {"llm": "openai:fake-model", "bogus_knob": 3},
+         "unknown setting(s) for vanilla: bogus_knob; known: "),
+        ({"question": "Eiffel?", "documents": DOCS}, {"llm": "openai:fake-model", "verifier": "foo"},
+         "VanillaContext.verifier: unknown verifier spec 'foo'"),
+        ({"question": "", "documents": []}, {"llm": "openai:fake-model"},
+         "the question is empty and there are no documents and no corpus to answer from"),
+    ]
+    for inp, ctx, needle in cases:
+        out = client.runs.wait(client.threads.create()["thread_id"], "vanilla", input=inp, context=ctx, raise_error=False)
+        text = json.dumps(out)
+        assert '"error": "InputError"' in text and needle in text, text[:500]
+    assert len(fake.requests) == before  # no model call was made

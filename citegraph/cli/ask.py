@@ -55,21 +55,60 @@ def _answer_with_progress(graph, item, ctx, method: str, thread: str | None = No
         return answer_item(graph, item, ctx, on_event=on_event, thread=thread)
 
 
+def _text_arg(value: str | None, path: str | None, flag: str) -> str | None:
+    """``--X TEXT`` or ``--X-file FILE``; ``-`` (either) reads stdin. None when neither is given."""
+    import sys
+
+    from citegraph.eval.datasets import read_utf8
+
+    if value is not None and path is not None:
+        raise InputError(f"give --{flag} or --{flag}-file, not both")
+    if value == "-" or path == "-":
+        return sys.stdin.read()
+    if path is not None:
+        from pathlib import Path
+
+        if not Path(path).is_file():
+            raise InputError(f"--{flag}-file: file not found: {path}")
+        return read_utf8(path)
+    return value
+
+
+def _answer_input(args) -> dict:
+    """The answer a method attributes (``genprog-posthoc``: ``answer_text``) from ``--answer`` /
+    ``--answer-file``; refused for a method that reads none, required for one that does."""
+    from citegraph.graphs.registry import entry
+
+    text = _text_arg(args.answer, args.answer_file, "answer")
+    key = entry(args.method).answer_input
+    if key is None:
+        if text is not None:
+            raise InputError(f"--answer: {args.method} writes its own answer (only genprog-posthoc attributes a given one)")
+        return {}
+    if text is None or not text.strip():
+        raise InputError(f"{args.method} attributes an existing answer: give it with --answer TEXT or --answer-file FILE")
+    return {key: text.strip()}
+
+
 def cmd_ask(args) -> int:
     from citegraph.eval.datasets import Item, bundled_example, check_question, load_documents
     from citegraph.graphs.registry import build_graph
 
+    question = _text_arg(args.question, args.question_file, "question")
+    where = "--question-file" if args.question_file else "--question"
+    inputs = _answer_input(args)
     if args.example:
         item = bundled_example()
-        if args.question:
-            item.question = check_question(args.question, "--question")
+        if question:
+            item.question = check_question(question, where)
     else:
         if not args.docs and not args.index:
             raise InputError("--docs FILE.jsonl or --index IDX is required (or use --example)")
         if args.docs and args.index:
             raise InputError("give --docs or --index, not both")
-        question = check_question(args.question, "--question")
+        question = check_question(question, where)
         item = Item(id="ask", question=question, documents=load_documents(args.docs) if args.docs else [])
+    item.inputs.update(inputs)
     ctx = method_context(args.method, args, **_retrieval_overrides(args))
     saver = open_checkpoint_arg(args)
     graph = build_graph(args.method, checkpointer=saver)
@@ -115,13 +154,18 @@ def register(sub) -> None:
 
     p = sub.add_parser("ask", help="answer one question from a documents file")
     p.add_argument("method", choices=names())
-    p.add_argument("--question", "-q", default="")
+    p.add_argument("--question", "-q", default=None, help="the question ('-': read it from stdin)")
+    p.add_argument("--question-file", metavar="FILE", default=None,
+                   help="read the question from a UTF-8 file ('-': stdin), for a question longer than a command line")
     p.add_argument("--docs", help="JSONL file, one {id?, title?, text} document per line")
     p.add_argument("--example", action="store_true", help="use the bundled example question and documents")
     p.add_argument("--index", help="open-domain: retrieve the documents from this index (folder or chroma+http://...)")
     p.add_argument("--k", type=int, default=None, help="with --index: chunks retrieved (default: the top_k knob, 5)")
     p.add_argument("--mode", choices=["bm25", "dense", "hybrid", "rrf"], default=None, help="with --index: retrieval mode (default hybrid)")
     p.add_argument("--alpha", type=float, default=None, help="with --index, hybrid: weight of the dense score (default 0.5)")
+    p.add_argument("--answer", default=None, metavar="TEXT",
+                   help="genprog-posthoc: the answer to attribute ('-': read it from stdin)")
+    p.add_argument("--answer-file", default=None, metavar="FILE", help="genprog-posthoc: read the answer to attribute from a file")
     p.add_argument("--json", action="store_true", help="print the AttributedAnswer as JSON")
     add_model_args(p)
     add_checkpoint_arg(p)

@@ -44,6 +44,9 @@ def cmd_nuggets(args) -> int:
     base = Path(args.output) if args.output else Path(args.input).with_suffix("")
     out = base if args.output else base.with_name(base.name + ".nuggets.json")
     journal = out.with_suffix(".jsonl")
+    from citegraph.state.base import default_judge
+
+    args.judge = args.judge or default_judge()
     res = evaluate_output_file(args.input, judge=args.judge, nuggets_file=args.nuggets or None,
                                claims_key=None if args.no_claims else "claims", window=args.window,
                                max_nuggets=args.max_nuggets, journal=journal, mode=args.assign_mode)
@@ -105,7 +108,8 @@ def register(subparsers) -> None:
     g.add_argument("--nuggets", nargs="?", const="", default=None, metavar="FILE",
                    help="score V_strict/V/A_strict/A instead; FILE gives nuggets per item id (JSON lines {id, nuggets, "
                         "importance?}); without FILE an item's 'claims' are its vital nuggets, else nuggets are created from its docs")
-    g.add_argument("--judge", default="local", help="chat model spec of the nugget judge (default: local)")
+    g.add_argument("--judge", default=None, help="chat model spec of the nugget judge (default: $CITEGRAPH_JUDGE, "
+                                                 "else $CITEGRAPH_LLM, else local)")
     g.add_argument("--window", type=int, default=10, help="nuggets (and passages) per judge call (AutoNuggetizer: 10)")
     g.add_argument("--max-nuggets", type=int, default=30, help="nuggets kept when creating them (AutoNuggetizer: 30)")
     g.add_argument("--no-claims", action="store_true", help="do not use an item's 'claims' as its nuggets")

@@ -1,42 +1,108 @@
-"""``citegraph graphs``: the methods and their Context knobs."""
+"""``citegraph graphs [METHOD] [--knobs]``: the methods (one line each), one method in full, or every knob."""
 
 from __future__ import annotations
 
 
-def cmd_graphs(args) -> int:
+def method_inputs(name: str) -> str:
+    """What a method's input takes, in words (the registry and the Context say it, no graph is built)."""
+    from citegraph.graphs.registry import context_class, entry
+
+    e, cls = entry(name), context_class(name)
+    docs = ("documents to retrieve among, or the corpus knob" if getattr(cls, "documents_are_a_corpus", False)
+            else "documents, or the corpus knob")
+    return f"question; {docs}" + (f"; {e.answer_input} (the answer to attribute)" if e.answer_input else "")
+
+
+def _console():
     from rich.console import Console
+
+    # piped or captured: a wide page so that nothing is cut; cells wrap (fold) rather than end in "…"
+    console = Console()
+    return console if console.is_terminal else Console(width=max(console.width, 160))
+
+
+def _knob_table(name: str, title: str | None = None):
     from rich.markup import escape
     from rich.table import Table
 
-    from citegraph.graphs.registry import GRAPHS, context_class
+    from citegraph.graphs.registry import context_class
 
-    console = Console()
-    for name, e in GRAPHS.items():
+    t = Table(title=escape(title) if title else None, title_justify="left", show_header=True)
+    t.add_column("Context knob", no_wrap=True)
+    t.add_column("default", overflow="fold")
+    t.add_column("description", overflow="fold")
+    for n, default, desc in context_class(name).describe():
         # escaped: "[n]" and "[>= 1]" are text here, not rich markup
-        t = Table(title=escape(f"{name} — {e.summary}"), title_justify="left", show_header=True)
-        t.add_column("Context knob")
-        t.add_column("default")
-        t.add_column("description")
-        for n, default, desc in context_class(name).describe():
-            t.add_row(n, escape(repr(default)), escape(desc))
-        console.print(t)
+        t.add_row(n, escape(repr(default)), escape(desc))
+    return t
+
+
+def _presets_table(method: str | None = None):
+    from rich.markup import escape
+    from rich.table import Table
+
     from citegraph.graphs.presets import PRESETS
 
     t = Table(title="presets (--preset NAME on ask, run, bench; applied before --set, which wins)",
               title_justify="left", show_header=True)
-    t.add_column("preset")
-    t.add_column("method")
-    t.add_column("settings")
-    t.add_column("source")
+    t.add_column("preset", no_wrap=True)
+    t.add_column("method", no_wrap=True)
+    t.add_column("settings", overflow="fold")
+    t.add_column("source", overflow="fold")
+    rows = 0
     for p in PRESETS.values():
-        for i, (method, settings) in enumerate(p.settings.items()):
-            t.add_row(escape(p.name) if i == 0 else "", escape(method),
-                      escape(", ".join(f"{k}={v!r}" for k, v in settings.items())),
-                      escape(p.source) if i == 0 else "")
+        first = True
+        for m, settings in p.settings.items():
+            if method is not None and m != method:
+                continue
+            t.add_row(escape(p.name) if first else "", escape(m),
+                      escape(", ".join(f"{k}={v!r}" for k, v in settings.items())), escape(p.source) if first else "")
+            first, rows = False, rows + 1
+    return t if rows else None
+
+
+def cmd_graphs(args) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from citegraph.graphs.registry import GRAPHS, entry
+
+    console = _console()
+    if args.method:
+        e = entry(args.method)
+        console.print(f"[bold]{escape(e.name)}[/bold] — {escape(e.summary)}")
+        console.print(f"[bold]inputs:[/bold] {escape(method_inputs(e.name))}")
+        console.print("[bold]output:[/bold] answer (AttributedAnswer: cited sentences into the documents)")
+        console.print(_knob_table(e.name))
+        presets = _presets_table(e.name)
+        if presets is not None:
+            console.print(presets)
+        return 0
+    if args.knobs:
+        for name, e in GRAPHS.items():
+            console.print(_knob_table(name, f"{name} — {e.summary}"))
+        console.print(_presets_table())
+        return 0
+    if not console.is_terminal:  # piped: one line per method, nothing cut (the reader's terminal wraps it)
+        for name, e in GRAPHS.items():
+            print(f"{name:<16} {e.summary} [inputs: {method_inputs(name)}]")
+        print("\n`citegraph graphs METHOD`: a method's knobs and presets; `citegraph graphs --knobs`: every method's")
+        return 0
+    t = Table(show_header=True, title="methods (`citegraph graphs METHOD`: its knobs; `--knobs`: every method's)",
+              title_justify="left")
+    t.add_column("method", no_wrap=True)
+    t.add_column("purpose", overflow="fold")
+    t.add_column("inputs", overflow="fold")
+    for name, e in GRAPHS.items():
+        t.add_row(escape(name), escape(e.summary), escape(method_inputs(name)))
     console.print(t)
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("graphs", help="list the methods, their Context knobs and the presets")
+    from citegraph.graphs.registry import names
+
+    p = sub.add_parser("graphs", help="list the methods; one method's inputs and Context knobs; every knob (--knobs)")
+    p.add_argument("method", nargs="?", choices=names(), default=None, help="show this method: purpose, inputs, knobs, presets")
+    p.add_argument("--knobs", action="store_true", help="every method's Context knobs and the presets")
     p.set_defaults(func=cmd_graphs)

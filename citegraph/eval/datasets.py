@@ -241,8 +241,9 @@ def load_documents(path: str | Path) -> list[Document]:
 
 
 def bundled_example() -> Item:
-    """The example shipped with the package (a question and 5 documents)."""
+    """The example shipped with the package (a question and 5 documents, under ``documents`` as the
+    graphs' input names them; ``docs``, ALCE's name, is read too)."""
     from importlib.resources import files
 
     raw = json.loads(files("citegraph.examples").joinpath("example.json").read_text())
-    return Item(id=item_id(raw), question=raw["question"], documents=parse_documents(raw["docs"], "example"), raw=raw)
+    return Item(id=item_id(raw), question=raw["question"], documents=parse_documents(raw.get("documents", raw.get("docs")), "example"), raw=raw)

@@ -354,13 +354,17 @@ def fit_thresholds(p_yes: Sequence[float], gold: Sequence[str], step: float = 0.
 
 
 # --------------------------------------------------------------------------- ALCE-style outputs (CLI)
-def evaluate_output_file(path: str | Path, *, judge: str = "local", nuggets_file: str | Path | None = None,
+def evaluate_output_file(path: str | Path, *, judge: str | None = None, nuggets_file: str | Path | None = None,
                          claims_key: str | None = None, window: int = 10, max_nuggets: int = 30,
                          journal: str | Path | None = None, progress=None, mode: str = "list") -> dict[str, Any]:
     """Nugget scores of every item of a ``citegraph run`` / ``bench`` output file. Nuggets per item: from
     ``nuggets_file`` (by item id), else the item's ``claims_key`` list as vital nuggets (ELI5 ``claims``),
-    else created from the item's documents. Finished items are journalled (re-running resumes)."""
+    else created from the item's documents. Finished items are journalled (re-running resumes).
+    ``judge`` defaults to ``$CITEGRAPH_JUDGE`` (else ``$CITEGRAPH_LLM``, else ``local``)."""
     from citegraph.eval.scoring import read_output_file
+    from citegraph.state.base import default_judge
+
+    judge = judge or default_judge()
 
     args, records = read_output_file(path)
     given = read_nuggets_file(nuggets_file) if nuggets_file else {}
@@ -384,7 +388,7 @@ def evaluate_output_file(path: str | Path, *, judge: str = "local", nuggets_file
         elif claims_key and isinstance(rec.get(claims_key), list):
             kw = {"nuggets": [str(c) for c in rec[claims_key]], "importance": ["vital"] * len(rec[claims_key])}
         else:
-            kw = {"passages": [d.get("text", "") for d in rec.get("docs", [])]}
+            kw = {"passages": [d.get("text", "") for d in rec.get("docs", rec.get("documents", []))]}
         res = evaluate_topic(q, rec.get("output", ""), judge=judge, window=window, max_nuggets=max_nuggets, mode=mode, **kw)
         row = {"id": rid, **res.as_dict()}
         rows.append(row)

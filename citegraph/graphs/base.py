@@ -62,6 +62,80 @@ def context_from_record(cls: Any, record: Any) -> Any:
         return None
 
 
+#: the knobs a method takes, by name, from a foreign Context (a parent app's own class, a plain dict)
+#: when it runs under one: the app's choice of model and verifier
+ADOPTED_KNOBS = ("llm", "verifier")
+
+
+def adopt_context(cls: type, foreign: Any) -> Any:
+    """``cls()`` (the method's defaults, ``$CITEGRAPH_LLM``/``$CITEGRAPH_VERIFIER`` included) with the
+    :data:`ADOPTED_KNOBS` that a foreign Context carries (an attribute or a key of that name holding a
+    non-empty string): a method run as a subgraph of an app whose Context has ``llm`` uses the app's
+    model. Every other knob keeps the method's default."""
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    take: dict[str, Any] = {}
+    for key in ADOPTED_KNOBS:
+        val = foreign.get(key) if isinstance(foreign, Mapping) else getattr(foreign, key, None)
+        if key in names and isinstance(val, str) and val.strip():
+            take[key] = val.strip()
+    return cls(**take)
+
+
+def coerce_context(cls: Any, context: Any, graph: str = "") -> Any:
+    """A Context sent as a mapping (the SDK and Studio send a dict; a Python caller may too) as
+    ``cls``: a key that is not one of its knobs is a one-line ``InputError`` naming it (never dropped),
+    a bad value one from the Context's own checks. Anything else is returned as it is."""
+    if not isinstance(context, Mapping) or not context or not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
+        return context
+    known = {f.name for f in dataclasses.fields(cls) if f.init}
+    bad = sorted(set(context) - known)
+    if bad:
+        raise InputError(f"unknown setting(s) for {graph or cls.__name__}: {', '.join(map(str, bad))}; "
+                         f"known: {', '.join(sorted(known))}")
+    try:
+        return cls(**context)
+    except TypeError as e:  # pragma: no cover - the keys are checked above
+        raise InputError(f"{cls.__name__}: {e}") from None
+
+
+def effective_context(cls: Any, context: Any) -> Any:
+    """The Context the nodes of a graph whose Context class is ``cls`` will run with (see
+    :func:`guard_node`): ``context`` itself, the method's defaults, or those with a foreign Context's
+    ``llm``/``verifier``."""
+    if not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
+        return context
+    if isinstance(context, cls):
+        return context
+    return cls() if _no_context(context) else adopt_context(cls, context)
+
+
+def check_run(cls: Any, input: Any, context: Any) -> None:
+    """What every entry point (Python ``invoke``/``stream``, the CLI, the SDK and Studio through the API
+    server) checks before the first node runs, each failure one ``InputError`` line: the model and
+    verifier specs resolve (nothing is loaded), and a new input has a question or something to answer
+    from (documents, or a corpus to retrieve them)."""
+    from citegraph.tools.models import check_chat_spec
+    from citegraph.tools.verifier import check_verifier_spec
+
+    ctx = effective_context(cls, context)
+    name = type(ctx).__name__
+    if isinstance(getattr(ctx, "llm", None), str):
+        check_chat_spec(ctx.llm, f"{name}.llm")
+    if isinstance(getattr(ctx, "verifier", None), str):
+        check_verifier_spec(ctx.verifier, f"{name}.verifier")
+    if input is None or isinstance(input, Command):
+        return
+    values = input.model_dump() if hasattr(input, "model_dump") else input
+    if not isinstance(values, Mapping) or "question" not in values and "documents" not in values:
+        return
+    question = values.get("question")
+    if question is not None and not isinstance(question, str):
+        raise InputError(f"question must be text, got {type(question).__name__}")
+    if not (question or "").strip() and not values.get("documents") \
+            and not (getattr(ctx, "corpus", "") or values.get("corpus")):
+        raise InputError("the question is empty and there are no documents and no corpus to answer from")
+
+
 def _with_update(result: Any, update: dict[str, Any]) -> Any:
     """A node's result with ``update`` added to the state update it makes (a dict, nothing, or a
     Command with a dict update); any other result is returned as it is."""
@@ -74,12 +148,22 @@ def _with_update(result: Any, update: dict[str, Any]) -> Any:
     return result
 
 
+def _carry_input_warnings(state: Any, result: Any) -> None:
+    """An answer a node writes carries the warnings of the run's input (``input_warnings``: documents
+    cut to the context window), first, once each."""
+    pending = getattr(state, "input_warnings", None)
+    answer = result.get("answer") if isinstance(result, dict) else None
+    if pending and answer is not None and isinstance(getattr(answer, "warnings", None), list):
+        answer.warnings[:0] = [w for w in pending if w not in answer.warnings]
+
+
 def guard_node(name: str, fn: Callable, context_cls: type | None = None, record: bool = False) -> Callable:
     """``fn`` with unexpected exceptions re-raised as NodeError (signature and hints kept for LangGraph).
 
     With ``context_cls``, a node run with no Context (a plain ``invoke``, ``as_tool()``) or with
     another graph's Context (this graph as a subgraph of a user's app) gets ``context_cls()``: the
-    method's defaults, never an ``AttributeError`` on a foreign object. With ``record`` too (a node,
+    method's defaults, never an ``AttributeError`` on a foreign object, with the foreign Context's
+    ``llm``/``verifier`` when it has them (:func:`adopt_context`). With ``record`` too (a node,
     not a route), the Context the node ran with is written to the state's ``run_context`` when the
     node's input has that field and holds another one (so once per run, by its first node)."""
 
@@ -90,7 +174,7 @@ def guard_node(name: str, fn: Callable, context_cls: type | None = None, record:
         if context_cls is not None and runtime is not None:
             ctx = runtime.context
             if not isinstance(ctx, context_cls):
-                ctx = context_cls()
+                ctx = adopt_context(context_cls, ctx) if ctx is not None else context_cls()
                 kwargs["runtime"] = runtime.override(context=ctx)
             state = args[0] if args else kwargs.get("state")
             if record and hasattr(state, RUN_CONTEXT):
@@ -103,6 +187,8 @@ def guard_node(name: str, fn: Callable, context_cls: type | None = None, record:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, with the node's name
             raise NodeError(name, e) from e
+        if record:
+            _carry_input_warnings(args[0] if args else kwargs.get("state"), result)
         return result if update is None else _with_update(result, update)
 
     return node
@@ -110,6 +196,17 @@ def guard_node(name: str, fn: Callable, context_cls: type | None = None, record:
 
 def _no_context(context: Any) -> bool:
     return context is None or (isinstance(context, Mapping) and not context)
+
+
+class _EveryKey(dict):
+    """The ``properties`` of a Context's JSON schema that say yes to ``key in properties`` for every key.
+    The LangGraph API server filters a run's context by that test and drops the keys it does not know
+    without a word (``langgraph_api.stream._filter_context_by_schema``); with this, every key the SDK or
+    Studio sends reaches the graph, whose :func:`coerce_context` names an unknown one in a one-line
+    error. It lists, iterates and serializes as the plain schema (Studio's form is unchanged)."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
 
 
 class MethodCompiledGraph(CompiledStateGraph):
@@ -127,11 +224,43 @@ class MethodCompiledGraph(CompiledStateGraph):
     def _recorded(self, values: Any) -> Any:
         return context_from_record(self.context_schema, (values or {}).get(RUN_CONTEXT))
 
+    def get_context_jsonschema(self) -> dict[str, Any] | None:
+        schema = super().get_context_jsonschema()
+        if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+            schema = {**schema, "properties": _EveryKey(schema["properties"])}
+        return schema
+
+    def as_tool(self, args_schema: Any = None, *, name: str | None = None, description: str | None = None,
+                arg_types: Any = None, context: Any = None, **knobs: Any):  # type: ignore[override]
+        """This method as an agent's tool (:func:`citegraph.graphs.tool.make_tool`): the calling model
+        passes the question (documents optional when the Context has a ``corpus``); the tool returns the
+        cited text with its sources, and the AttributedAnswer as the artifact. ``context`` (a Context or
+        a dict) or ``knobs`` fix the method's knobs; an unknown one is an ``InputError`` here."""
+        from citegraph.graphs.tool import make_tool
+
+        if args_schema is not None or arg_types is not None:
+            raise InputError("a citegraph graph's tool takes the question and optional documents; "
+                             "args_schema/arg_types cannot change that")
+        if context is not None and knobs:
+            raise InputError("give the tool's knobs as context=... or as keywords, not both")
+        ctx = coerce_context(self.context_schema, context if context is not None else knobs, self.name)
+        check_run(self.context_schema, None, ctx)
+        return make_tool(self, ctx or None, name=name, description=description)
+
+    def _checked(self, input: Any, config: Any, kwargs: dict[str, Any]) -> None:
+        """A top-level run's Context coerced (a dict's unknown key refused) and :func:`check_run`'d;
+        as a subgraph the parent's Context is taken as it is (:func:`guard_node` adopts its models)."""
+        if ((config or {}).get("configurable") or {}).get("checkpoint_ns"):
+            return
+        kwargs["context"] = coerce_context(self.context_schema, kwargs.get("context"), self.name)
+        check_run(self.context_schema, input, kwargs["context"])
+
     def stream(self, input: Any, config: Any = None, **kwargs: Any):  # type: ignore[override]
         if self._continues_top_level(input, config, kwargs.get("context")):
             ctx = self._recorded(self.get_state(config).values)
             if ctx is not None:
                 kwargs["context"] = ctx
+        self._checked(input, config, kwargs)
         return super().stream(input, config, **kwargs)
 
     async def astream(self, input: Any, config: Any = None, **kwargs: Any):  # type: ignore[override]
@@ -139,6 +268,7 @@ class MethodCompiledGraph(CompiledStateGraph):
             ctx = self._recorded((await self.aget_state(config)).values)
             if ctx is not None:
                 kwargs["context"] = ctx
+        self._checked(input, config, kwargs)
         async with aclosing(super().astream(input, config, **kwargs)) as chunks:
             async for chunk in chunks:
                 yield chunk

@@ -11,19 +11,47 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import os
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Annotated, Any, get_type_hints
+from typing import Annotated, Any, ClassVar, get_type_hints
 
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import AttributedAnswer, Document
 
 
+#: environment variables that set the default model specs of every Context (read when a Context is
+#: built, so an app or a test can set them at any time before): the chat model, the verifier, and the
+#: chat model of the evaluation judges (``citegraph eval --judge``, ``llm-judge`` without a chat spec)
+ENV_LLM, ENV_VERIFIER, ENV_JUDGE = "CITEGRAPH_LLM", "CITEGRAPH_VERIFIER", "CITEGRAPH_JUDGE"
+
+
+def env_default(env: str, default: str) -> str:
+    """``$env`` when it is set and not blank, else ``default``."""
+    return (os.environ.get(env) or "").strip() or default
+
+
+def default_llm() -> str:
+    """The default chat model spec: ``$CITEGRAPH_LLM`` or ``local``."""
+    return env_default(ENV_LLM, "local")
+
+
+def default_verifier() -> str:
+    """The default verifier spec: ``$CITEGRAPH_VERIFIER`` or ``default``."""
+    return env_default(ENV_VERIFIER, "default")
+
+
+def default_judge() -> str:
+    """The default chat model spec of a judge: ``$CITEGRAPH_JUDGE``, else ``$CITEGRAPH_LLM``, else ``local``."""
+    return env_default(ENV_JUDGE, default_llm())
+
+
 def knob(default: Any, description: str, *, ge: float | None = None, le: float | None = None,
-         choices: tuple[str, ...] | None = None) -> Any:
+         choices: tuple[str, ...] | None = None, env: str | None = None) -> Any:
     """A Context field with a description (shown in Studio and in ``citegraph graphs``) and its valid
     range: ``ge``/``le`` bounds (an integer knob is a count or a limit, so at least 0 unless said
-    otherwise) or the ``choices`` of a string."""
+    otherwise) or the ``choices`` of a string. With ``env``, the default is that environment
+    variable's value when set (read each time a Context is built), else ``default``."""
     meta: dict[str, Any] = {"description": description}
     if ge is not None:
         meta["ge"] = ge
@@ -31,7 +59,20 @@ def knob(default: Any, description: str, *, ge: float | None = None, le: float |
         meta["le"] = le
     if choices is not None:
         meta["choices"] = tuple(choices)
+    if env is not None:
+        # "env_default", not "default" (a pydantic Field argument); the JSON schema Studio shows keeps the default
+        meta.update(env=env, env_default=default, json_schema_extra={"default": default})
+        return field(default_factory=lambda: env_default(env, default), metadata=meta)
     return field(default=default, metadata=meta)
+
+
+def field_default(f: Any) -> Any:
+    """A dataclass field's default now (an ``env`` knob's: its variable's value or its default)."""
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return MISSING
 
 
 RETRIEVAL_MODES = ("bm25", "dense", "hybrid", "rrf")  # citegraph.corpus.MODES
@@ -139,8 +180,11 @@ def _checked(owner: str, name: str, typ: Any, value: Any, meta: dict[str, Any]) 
 class BaseContext:
     """Knobs every graph has: which chat model and verifier, and decoding settings."""
 
-    llm: str = knob("local", "Chat model spec: local, local-small, llamacpp:<path.gguf>, openai:<model>.")
-    verifier: str = knob("default", "Entailment verifier spec: default, hf-classifier:<id>, hf-seq2seq:<id>, llm-judge[:<llm spec>][:table16] (table16: RAAC's Table 16 evaluator prompt).")
+    llm: str = knob("local", "Chat model spec: local, local-small, llamacpp:<path.gguf>, openai:<model>. "
+                             "Default: $CITEGRAPH_LLM when set.", env=ENV_LLM)
+    verifier: str = knob("default", "Entailment verifier spec: default, hf-classifier:<id>, hf-seq2seq:<id>, llm-judge[:<llm spec>][:table16] "
+                                    "(table16: RAAC's Table 16 evaluator prompt). Default: $CITEGRAPH_VERIFIER when set.",
+                         env=ENV_VERIFIER)
     temperature: float = knob(0.0, "Sampling temperature for generation (0 = greedy).", ge=0.0)
     max_new_tokens: int = knob(300, "Maximum tokens the LLM may generate per call.", ge=1)
     # open-domain mode (citegraph.corpus): with no documents in the input, the graph's first node
@@ -151,6 +195,12 @@ class BaseContext:
     top_k: int = knob(5, "Open-domain mode: chunks retrieved as the documents.", ge=1)
     retrieval_mode: str = knob("hybrid", "Open-domain mode: bm25, dense, hybrid (min-max fused scores) or rrf (reciprocal-rank fusion).",
                                choices=RETRIEVAL_MODES)
+    context_window: int = knob(0, "Tokens the chat model reads at most; the documents beyond what fits (after max_new_tokens "
+                                  "and the prompt) are cut with a warning, by the rule in citegraph/prompts/budget.py. "
+                                  "0 = the model's own: n_ctx of a llama.cpp model (8192 for local), 128000 otherwise.")
+    #: the input documents are a corpus the method retrieves from (never all in one prompt), so they
+    #: are not bounded to the context window (SQuAI, RAG, ODMDS)
+    documents_are_a_corpus: ClassVar[bool] = False
     retrieval_alpha: float = knob(0.5, "Open-domain hybrid mode: weight of the dense score (0 = pure BM25, 1 = pure dense). "
                                        "0.5 by default: the best alpha measured differs by corpus (benchmarks/bench_retrieval.py).",
                                   ge=0.0, le=1.0)
@@ -171,8 +221,8 @@ class BaseContext:
         hints = _knob_types(cls)
         for f in fields(self):
             value = _from_text(hints.get(f.name), getattr(self, f.name))
-            if value is None and f.default is not MISSING:
-                value = f.default
+            if value is None and field_default(f) is not MISSING:
+                value = field_default(f)
             value = _checked(cls.__name__, f.name, hints.get(f.name), value, _knob_meta(cls, f.name))
             object.__setattr__(self, f.name, value)
 
@@ -191,7 +241,11 @@ class BaseContext:
                 desc += f" [{lo} to {hi}]"
             elif lo is not None:
                 desc += f" [>= {lo}]"
-            out.append((f.name, f.default, desc))
+            default = f.default
+            if m.get("env"):
+                default = m["env_default"]
+                desc += f" [${m['env']} now: {os.environ[m['env']]!r}]" if os.environ.get(m["env"], "").strip() else ""
+            out.append((f.name, default, desc))
         return out
 
 
@@ -225,3 +279,6 @@ class RunContextState(BaseModel):
 
     run_context: Annotated[dict[str, Any] | None, latest_record] = Field(
         default=None, description="The run's Context (class name and knob values), kept for resumption.")
+    input_warnings: list[str] = Field(
+        default_factory=list, description="What the first node changed in the input (documents cut to the context "
+                                          "window); added to the answer's warnings.")

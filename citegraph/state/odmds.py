@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -22,6 +22,7 @@ GAE_LOSSES = ("negative_sampling", "frobenius")
 class OdmdsContext(BaseContext):
     """Knobs of graph-augmented ODMDS."""
 
+    documents_are_a_corpus: ClassVar[bool] = True  # the input documents are retrieved from, not all prompted
     attribution: str = attribution_knob("repair")
 
     corpus: str = knob("", "Corpus to summarize from (odmds always retrieves): an index folder, chroma+http://HOST:PORT/COLLECTION or retriever:<name>; the input field `corpus` wins. Neither: the input documents become an in-memory corpus.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -24,6 +24,8 @@ JUDGE_MODES = ("auto", "logodds", "verbal")
 class RetrievalKnobs:
     """Retrieval knobs shared by ``squai`` and ``rag`` (the same names as every graph's open-domain
     knobs; here retrieval runs inside the graph, per sub-question for SQuAI)."""
+
+    documents_are_a_corpus: ClassVar[bool] = True  # the input documents are retrieved from, not all prompted
 
     corpus: str = knob("", "Index to retrieve from (an index folder, chroma+http://HOST:PORT/COLLECTION or "
                            "retriever:<name>) when the input has no documents; with documents, retrieval runs among "

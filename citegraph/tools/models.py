@@ -323,6 +323,7 @@ class ScriptedChatModel(BaseChatModel):
     emulate_max_tokens: bool = Field(
         default=False, description="Cut a reply longer than max_tokens words there and report finish_reason 'length', as a server would.")
     calls: list = Field(default_factory=list)
+    context_window: int | None = Field(default=None, description="Tokens the model reads at most (None: the default for remote models).")
     _i: int = PrivateAttr(default=0)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -393,6 +394,37 @@ def get_chat_model(spec: str = "local") -> BaseChatModel:
         return _registry.setdefault(spec, model)
 
 
+CHAT_SPECS = "local, local-small, llamacpp:<path>, openai:<model>, or a name given to register_chat_model"
+
+
+def check_chat_spec(spec: str, where: str = "llm") -> str:
+    """``spec`` when it names a chat model this process can resolve, without loading anything; else
+    one-line ``InputError`` naming ``where`` (a graph checks its Context's specs before its first node,
+    so a typo fails before any model work)."""
+    from citegraph.errors import InputError
+
+    spec = (spec or "local").strip()
+    with _registry_lock:
+        if spec in _registry:
+            return spec
+    kind, _, arg = spec.partition(":")
+    if spec in ("local", "local-small"):
+        return spec
+    if kind in ("llamacpp", "gguf"):
+        if not arg:
+            raise InputError(f"{where}: llamacpp spec needs a path: llamacpp:/path/model.gguf")
+        if not os.path.exists(os.path.expanduser(arg)):
+            raise InputError(f"{where}: GGUF model file not found: {arg}")
+        return spec
+    if kind == "openai":
+        if not arg:
+            raise InputError(f"{where}: openai spec needs a model name: openai:gpt-4o-mini")
+        return spec
+    if kind == "fake":
+        raise InputError(f"{where}: no scripted model registered as {spec!r} (use register_chat_model)")
+    raise InputError(f"{where}: unknown model spec {spec!r}; use {CHAT_SPECS}")
+
+
 def _build(spec: str) -> BaseChatModel:
     kind, _, arg = spec.partition(":")
     if spec in ("local", "local-small"):
@@ -419,6 +451,30 @@ def _build(spec: str) -> BaseChatModel:
     if kind == "fake":
         raise ModelError(f"no scripted model registered as {spec!r} (use register_chat_model)")
     raise ModelError(f"unknown model spec {spec!r}; use local, local-small, llamacpp:<path>, openai:<model>")
+
+
+#: the context window assumed for a model that does not declare one (OpenAI's current chat models: 128k)
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+def context_window(spec: str) -> int:
+    """Tokens the model of ``spec`` reads at most: ``n_ctx`` of a llama.cpp model, a registered model's
+    ``context_window`` attribute, else :data:`DEFAULT_CONTEXT_WINDOW` (a Context's ``context_window``
+    knob overrides this for a server with a smaller one)."""
+    model = get_chat_model(spec)
+    if isinstance(model, LlamaCppChat):
+        return int(model.n_ctx)
+    return int(getattr(model, "context_window", None) or DEFAULT_CONTEXT_WINDOW)
+
+
+def token_counter(spec: str) -> Callable[[str], int] | None:
+    """The model's own token counter where its tokenizer is local (llama.cpp: loads the model), else
+    None (the caller estimates; ``citegraph.prompts.budget``)."""
+    model = get_chat_model(spec)
+    if isinstance(model, LlamaCppChat):
+        llama = model.llama
+        return lambda text: len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+    return None
 
 
 # --------------------------------------------------------------------------- helpers for nodes

@@ -451,12 +451,14 @@ JUDGE_PROMPTS: dict[str, str] = {"ours": JUDGE_PROMPT, "table16": TABLE16_PROMPT
 def parse_judge_spec(arg: str) -> tuple[str, str]:
     """``"<chat spec>[:<prompt>]"`` (what follows ``llm-judge:``) → ``(chat spec, prompt name)``.
     The prompt name is the last colon segment when it names a judge prompt; the chat spec defaults
-    to ``local``: ``"openai:gpt-4o:table16"`` → ``("openai:gpt-4o", "table16")``, ``"table16"`` →
-    ``("local", "table16")``, ``"local"`` → ``("local", "ours")``."""
+    to ``$CITEGRAPH_JUDGE`` (else ``$CITEGRAPH_LLM``, else ``local``): ``"openai:gpt-4o:table16"`` →
+    ``("openai:gpt-4o", "table16")``, ``"table16"`` → ``("local", "table16")``, ``"local"`` → ``("local", "ours")``."""
+    from citegraph.state.base import default_judge
+
     head, sep, last = arg.rpartition(":")
     if last in JUDGE_PROMPTS:
-        return (head if sep else "") or "local", last
-    return arg or "local", "ours"
+        return (head if sep else "") or default_judge(), last
+    return arg or default_judge(), "ours"
 
 
 class LLMJudgeVerifier(Verifier):
@@ -592,6 +594,27 @@ def _build(spec: str, kw: dict[str, Any]) -> Verifier:
         f"unknown verifier spec {spec!r}; use default, hf-classifier:<path>, hf-seq2seq:<path>, "
         "llm-judge[:<chat spec>][:table16] or a registered name"
     )
+
+
+def check_verifier_spec(spec: str, where: str = "verifier") -> str:
+    """``spec`` when it names a verifier :func:`get_verifier` can build (a registered name, ``default``,
+    ``hf-classifier:<x>``, ``hf-seq2seq:<x>``, ``llm-judge[...]`` with a valid chat spec), without
+    loading it; else a one-line ``InputError`` naming ``where``."""
+    from citegraph.errors import InputError
+    from citegraph.tools.models import check_chat_spec
+
+    spec = (spec or "default").strip()
+    with _FACTORY_LOCK:
+        if spec in _REGISTRY:
+            return spec
+    name, _, arg = spec.partition(":")
+    if spec == "default" or (name in ("hf-classifier", "hf-seq2seq") and arg):
+        return spec
+    if name == "llm-judge":
+        check_chat_spec(parse_judge_spec(arg)[0], f"{where} {spec!r}")
+        return spec
+    raise InputError(f"{where}: unknown verifier spec {spec!r}; use default, hf-classifier:<path>, hf-seq2seq:<path>, "
+                     "llm-judge[:<chat spec>][:table16] or a registered name")
 
 
 def get_verifier(spec: str = "default", **kw) -> Verifier:

@@ -19,6 +19,11 @@ def prepare_posthoc(state: GenProgPosthocState, runtime: Runtime[GenProgPosthocC
     """Source sentences S1..Sn plus the answer split into sentences."""
     given = [s.strip() for s in state.answer_sentences if s and s.strip()]
     sents = given or [s.strip() for s in split_sentences(state.answer_text or "") if s.strip()]
+    if not sents:
+        from citegraph.errors import InputError
+
+        raise InputError("genprog-posthoc attributes an existing answer: the input has no answer_text "
+                         "(citegraph ask: --answer TEXT or --answer-file FILE)")
     out = prepare(runtime.context, state.question, state.documents, extra_query=" ".join(sents))
     out["answer_sentences"] = sents
     return {**out, **fresh_run()}

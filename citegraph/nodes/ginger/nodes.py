@@ -311,6 +311,11 @@ def build_answer(state: GingerState, summaries: list[Summary], ctx: GingerContex
                 for s in summaries if not s.supported]
     if rewrite is not None and not rewrite.accepted:
         warnings.append(f"fluency rewrite rejected: {rewrite.reason}")
+    if not state.nuggets:
+        proposed = sum(d.proposed for d in state.detections)
+        warnings.insert(0, f"no nugget found: the model marked {proposed} span(s) in {len(state.passages)} passage(s), "
+                           f"none found verbatim in its passage, so there is nothing to summarize "
+                           f"(see the detection trace; detect_format={ctx.detect_format})")
     return AttributedAnswer(
         question=state.question, documents=state.documents, sentences=sentences, warnings=warnings,
         metadata={
