@@ -97,7 +97,7 @@ def answer(method: str, qid: str, question: str, docs, args) -> dict:
     from citegraph.tools.models import reset_local_models
 
     reset_local_models()
-    knobs = {"llm": args.llm, "verifier": args.verifier}
+    knobs = {"llm": args.llm, "verifier": args.verifier, "attribution": args.attribution}
     if method == "vanilla":
         item = Item(id=qid, question=question, documents=top10(question, docs, args.index))
     elif args.index:  # squai and rag retrieve from the index themselves
@@ -353,6 +353,9 @@ def main(argv=None) -> int:
     ap.add_argument("--llm", default="local")
     ap.add_argument("--judge", default="", help="judge model spec for the DeepEval metrics (default: --llm)")
     ap.add_argument("--verifier", default="default")
+    ap.add_argument("--attribution", default="off", choices=("off", "repair", "strict"),
+                    help="the shared attribution stage after each method (off: the methods as their papers print them, "
+                         "as the journals in benchmarks/results/squai_simple were made)")
     ap.add_argument("--context-judge", default="logodds", choices=("logodds", "json"),
                     help="contextual relevancy: logodds = each sentence of a context document judged by first-token "
                          "Yes/No log-odds (default); json = DeepEval's one call per document (the 1.5B judge says "

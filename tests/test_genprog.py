@@ -268,7 +268,7 @@ def test_posthoc_per_sentence(scripted):
     spec, _ = scripted(router(prog))
     out = build_graph("genprog-posthoc").invoke(
         {"question": "Q", "documents": DOCS, "answer_text": "Alpha is in Paris. Gamma won and Beta flows. Unsupported."},
-        context=GenProgPosthocContext(llm=spec, plan_attempts=1))
+        context=GenProgPosthocContext(llm=spec, plan_attempts=1, attribution="off"))
     ans = out["answer"]
     assert [s.text for s in ans.sentences] == ["Alpha is in Paris.", "Gamma won and Beta flows.", "Unsupported."]
     assert [s.citations for s in ans.sentences] == [[1], [3, 2], []]
@@ -282,7 +282,7 @@ def test_posthoc_joint_program_maps_bullets_in_order(scripted):
     spec, model = scripted(router("Program:\n- paraphrase(S3)\n- extract(S1)"))
     out = build_graph("genprog-posthoc").invoke(
         {"question": "Q", "documents": DOCS, "answer_text": "Beta flows in Chile. Alpha is old."},
-        context=make_context("genprog-posthoc", llm=spec, per_sentence=False))
+        context=make_context("genprog-posthoc", llm=spec, per_sentence=False, attribution="off"))
     assert [s.citations for s in out["answer"].sentences] == [[2], [1]]
     assert len(model.calls) == 1
     assert "1. Beta flows in Chile.\n2. Alpha is old." in model.calls[0]["messages"][-1].content

@@ -63,7 +63,7 @@ def make_script(spans_by_title: dict[str, list[str]], summary=None, rewrite="", 
 def run(scripted, spans, *, judge=0.5, summary=None, rewrite="", tagged=False, docs=DOCS, **knobs):
     spec, model = scripted(make_script(spans, summary, rewrite, tagged), judge=judge)
     graph = build_graph("ginger")
-    ctx = make_context("ginger", llm=spec, verifier="stub:ginger", **knobs)
+    ctx = make_context("ginger", llm=spec, verifier="stub:ginger", **{"attribution": "off", **knobs})
     from langgraph.checkpoint.memory import MemorySaver
 
     graph = build_graph("ginger", checkpointer=MemorySaver())

@@ -239,7 +239,7 @@ def odmds_run(scripted, tmp_path):
 
     def run(**knobs):
         ctx = make_context("odmds", llm=spec, top_k=3, candidate_factor=3, gae_epochs=20, gae_hidden=16, gae_out=8,
-                           cluster_method="kmeans", n_clusters=3, cache_dir=str(tmp_path), **knobs)
+                           cluster_method="kmeans", n_clusters=3, cache_dir=str(tmp_path), **{"attribution": "off", **knobs})
         graph = build_graph("odmds")
         from citegraph.graphs.odmds import build
         from langgraph.checkpoint.memory import InMemorySaver

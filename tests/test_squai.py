@@ -217,7 +217,7 @@ def test_a_looping_final_reply_is_cut_before_it_is_parsed_and_named(scripted, ve
     loop = "Quantum computing uses qubits [1]. " + "Shor's algorithm breaks RSA [1]. " * 12
     spec, _ = scripted(script('{"split": false, "sub_questions": []}', loop), judge=relevant)
     ctx_cls = SquaiContext if graph_name == "squai" else RagContext
-    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0]))
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], attribution="off"))
     ans = state["answer"]
     assert [s.text for s in ans.sentences] == ["Quantum computing uses qubits.", "Shor's algorithm breaks RSA."]
     assert any("looped: dropped 11 repeated sentence(s)" in w for w in ans.warnings), ans.warnings
@@ -229,7 +229,7 @@ def test_evidence_picked_by_the_verifier_and_unsupported_marked(scripted, verifi
     final = "Quantum computing uses qubits [1]. Lattice bread is quantum flour [1]."
     spec, _ = scripted(script('{"split": false, "sub_questions": []}', final),
                        judge=lambda t: 0.9 if "Qubits" in t.split("Question:")[0] else 0.1)
-    state = final_state("squai", SquaiContext(llm=spec, verifier=vspec))
+    state = final_state("squai", SquaiContext(llm=spec, verifier=vspec, attribution="off"))
     ans = state["answer"]
     assert ans.documents[0].id == "q1"
     s0, s1 = ans.sentences
@@ -281,7 +281,7 @@ def test_send_fan_out_state_does_not_leak_into_a_second_run(scripted, verifier):
 def test_rag_top_k_in_one_prompt_with_citations(scripted, fake_corpus):
     spec, model = scripted(script("", "Quantum computing uses qubits [1]. Shor breaks RSA [2][12]."))
     g = build_graph("rag")
-    state = g.invoke({"question": QUESTION, "documents": DOCS}, context=RagContext(llm=spec, top_k=4),
+    state = g.invoke({"question": QUESTION, "documents": DOCS}, context=RagContext(llm=spec, top_k=4, attribution="off"),
                      stream_mode="values")
     ans = state["answer"]
     assert len(ans.documents) == 4 and len(model.calls) == 1
@@ -307,7 +307,7 @@ def _uncited_then(second: str):
 @pytest.mark.parametrize("graph_name,ctx_cls", [("squai", SquaiContext), ("rag", RagContext)])
 def test_an_uncited_reply_is_asked_again_once(scripted, verifier, graph_name, ctx_cls):
     spec, model = scripted(_uncited_then("Quantum computing uses qubits [1]."), judge=relevant)
-    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0]))
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], attribution="off"))
     ans = state["answer"]
     assert [s.citations for s in ans.sentences] == [[1]] and state["generation"] == "Quantum computing uses qubits [1]."
     assert state["citation_retry"] == ["reply 1 cited no document; asked again: the new reply cites"]
@@ -316,12 +316,12 @@ def test_an_uncited_reply_is_asked_again_once(scripted, verifier, graph_name, ct
     assert len(reminders) == 1
     # asked again and still uncited (or citing only numbers outside the list): the first reply is kept, said so
     spec, model = scripted(_uncited_then("Quantum computing is fast [9]."), judge=relevant)
-    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0]))
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], attribution="off"))
     assert state["generation"] == "Quantum computing uses qubits." and state["answer"].sentences[0].citations == []
     assert state["citation_retry"][-1] == "kept the first reply (uncited)"
     # citation_retries = 0: one call, nothing asked again
     spec, model = scripted(_uncited_then("Quantum computing uses qubits [1]."), judge=relevant)
-    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], citation_retries=0))
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], citation_retries=0, attribution="off"))
     assert state["citation_retry"] == [] and not any("cites no document" in c["messages"][-1].content for c in model.calls)
 
 
