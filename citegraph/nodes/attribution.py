@@ -11,6 +11,13 @@ verifier alone (no LLM call):
    against each document alone; the best entailing document becomes its citation. When no single
    document entails it, pairs (and the triple) of its three best documents are checked jointly — a
    sentence that joins two facts needs both.
+
+   A document supports a sentence when the whole document entails it *or one of its sentences
+   does* (what a sentence of a document entails, the document entails; the small cross-encoders we
+   ship miss a supported sentence inside a longer premise surprisingly often: ``default`` gives 0.007
+   to a sentence copied verbatim when the premise adds one more sentence after it). A set of
+   documents is checked as ALCE does (the documents concatenated) and as the concatenation of each
+   document's best sentence.
 3. **Status**: ``supported`` (the kept set entails the sentence), ``partial`` (the best set scores at
    least ``partial`` but below the verifier's threshold: that set is cited and marked),
    ``unsupported`` (nothing comes close: the sentence keeps no citation and is flagged). ``strict``
@@ -19,7 +26,7 @@ verifier alone (no LLM call):
    sentence becomes an :class:`~citegraph.state.answer.Evidence` with its score (evidence a method
    attached itself, e.g. SQuAI's supporting sentences, is kept while its document stays cited).
 
-All scoring goes through at most three batched ``verifier.score`` calls per answer (the verifier
+All scoring goes through two batched ``verifier.score`` calls per answer (the verifier
 de-duplicates and caches pairs). What was done to each sentence is recorded in
 ``answer.metadata["attribution"]`` (``SentenceAttribution`` records plus the counts).
 """
@@ -72,104 +79,127 @@ def subset_checks(verifier, documents: list[Document], text: str, subs: list[tup
 
 
 # --------------------------------------------------------------------------- the stage
-def _score_sets(verifier, documents: list[Document], plan: list[tuple[int, str, list[tuple[int, ...]]]]
-                ) -> dict[int, list[SubsetCheck]]:
-    """Score every (sentence, document set) of ``plan`` in one batched call."""
-    pairs = [(premise(documents, sub), text.strip()) for _, text, subs in plan for sub in subs]
-    scores = verifier.score(pairs) if pairs else []
-    thr = verifier.threshold
-    out: dict[int, list[SubsetCheck]] = {}
-    pos = 0
-    for i, _, subs in plan:
-        for sub in subs:
-            sc = float(scores[pos])
-            pos += 1
-            out.setdefault(i, []).append(SubsetCheck(subset=list(sub), score=round(sc, 4), entails=sc >= thr))
-    return out
-
-
 def _best(checks: list[SubsetCheck]) -> SubsetCheck | None:
     """The highest-scoring set (ties: the smaller / earlier one)."""
     return min(checks, key=lambda c: (-c.score, *_preference(c.subset))) if checks else None
 
 
-def _evidence(verifier, documents: list[Document], sentences: list[CitedSentence], max_evidence: int) -> None:
-    """For each citation without evidence of its document, the document sentence(s) scoring highest
-    for the answer sentence, with their scores (one batched call)."""
-    split_cache: dict[int, list[str]] = {}
-    plan: list[tuple[int, int, list[str]]] = []
-    for i, s in enumerate(sentences):
-        have = {e.doc for e in s.evidence}
-        for c in s.citations:
-            if c in have:
-                continue
-            if c not in split_cache:
-                split_cache[c] = [x for x in split_sentences(documents[c - 1].text) if x.strip()] or [documents[c - 1].text]
-            plan.append((i, c, split_cache[c]))
-    pairs = [(x, sentences[i].text.strip()) for i, _, xs in plan for x in xs]
-    scores = verifier.score(pairs) if pairs else []
-    pos = 0
-    for i, c, xs in plan:
-        ranked = sorted(zip(scores[pos: pos + len(xs)], range(len(xs))), key=lambda t: (-t[0], t[1]))[:max_evidence]
-        pos += len(xs)
-        sentences[i].evidence += [Evidence(doc=c, text=xs[k].strip(), score=round(float(p), 4)) for p, k in ranked]
+class _Scorer:
+    """Collects (premise, hypothesis) pairs, scores them in one batched call, and reads them back."""
+
+    def __init__(self, verifier):
+        self.verifier = verifier
+        self.pairs: list[tuple[str, str]] = []
+        self.scores: dict[tuple[str, str], float] = {}
+
+    def want(self, premise_text: str, hypothesis: str) -> tuple[str, str]:
+        pair = (premise_text, hypothesis.strip())
+        if pair not in self.scores:
+            self.pairs.append(pair)
+        return pair
+
+    def run(self) -> None:
+        todo = list(dict.fromkeys(p for p in self.pairs if p not in self.scores))
+        self.pairs = []
+        if todo:
+            self.scores.update(zip(todo, (float(x) for x in self.verifier.score(todo))))
+
+    def __getitem__(self, pair: tuple[str, str]) -> float:
+        return self.scores[pair]
 
 
 def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair", partial: float = 0.2,
                      max_docs: int = MAX_CITATIONS, candidates: list[list[int]] | None = None,
                      max_evidence: int = 1, verifier_spec: str | None = None) -> AttributedAnswer:
     """The stage on one answer (``mode`` repair or strict); returns a new answer. ``candidates[i]``
-    limits the documents sentence ``i`` may be re-pointed to (default: all of the answer's)."""
+    limits the documents sentence ``i`` may be re-pointed to (default: all of the answer's).
+
+    A document supports a sentence when the verifier says the whole document entails it, or one of
+    its sentences does (a document entails what any of its sentences entails; small cross-encoders
+    often miss a supported sentence inside a longer premise). A set of documents: the concatenated
+    documents (ALCE's premise), or the concatenation of each one's best sentence."""
     if mode not in ("repair", "strict"):
         raise ValueError(f"attribution mode must be repair or strict here, got {mode!r}")
     docs = answer.documents
     n = len(docs)
     thr = float(verifier.threshold)
     sents = [s.model_copy(deep=True) for s in answer.sentences]
-    todo = [i for i, s in enumerate(sents) if s.text.strip()]
+    todo = [i for i, s in enumerate(sents) if s.text.strip()] if n else []
+    written = {i: [c for c in sents[i].citations if 1 <= c <= n] for i in todo}
     cands = {i: [c for c in (candidates[i] if candidates is not None and i < len(candidates) else range(1, n + 1))
                  if 1 <= c <= n] for i in todo}
-    # phase 1: the written citations' subsets and every candidate document alone
-    plan = []
+    pool = {i: list(dict.fromkeys([*cands[i], *written[i]])) for i in todo}
+    doc_sents: dict[int, list[str]] = {}
     for i in todo:
-        own = subsets([c for c in sents[i].citations if 1 <= c <= n], max_docs)
-        singles = [(c,) for c in cands[i] if (c,) not in own]
-        plan.append((i, sents[i].text, own + singles))
-    checks = _score_sets(verifier, docs, plan) if n else {}
+        for c in pool[i]:
+            if c not in doc_sents:
+                doc_sents[c] = [x.strip() for x in split_sentences(docs[c - 1].text) if x.strip()] or [docs[c - 1].text]
+    sc = _Scorer(verifier)
+    # phase 1: the written citations' subsets (concatenated documents), each pooled document alone,
+    # and each of its sentences
+    own_subs = {i: subsets(written[i], max_docs) for i in todo}
+    for i in todo:
+        text = sents[i].text
+        for sub in own_subs[i]:
+            sc.want(premise(docs, sub), text)
+        for c in pool[i]:
+            sc.want(premise(docs, (c,)), text)
+            for x in doc_sents[c]:
+                sc.want(x, text)
+    sc.run()
+
+    def sent_scores(i: int, c: int) -> list[tuple[float, str]]:
+        return sorted(((sc[(x, sents[i].text.strip())], x) for x in doc_sents[c]), key=lambda t: -t[0])
+
+    def single(i: int, c: int) -> float:
+        return max(sc[(premise(docs, (c,)), sents[i].text.strip())], sent_scores(i, c)[0][0])
+
+    def best_sentences_premise(i: int, sub) -> str:
+        return "\n".join(sent_scores(i, c)[0][1] for c in sorted(sub))
+
+    def check(i: int, sub) -> SubsetCheck:
+        if len(sub) == 1:
+            v = single(i, sub[0])
+        else:
+            v = max(sc[(premise(docs, sub), sents[i].text.strip())],
+                    sc.scores.get((best_sentences_premise(i, sub), sents[i].text.strip()), 0.0))
+        return SubsetCheck(subset=list(sub), score=round(v, 4), entails=v >= thr)
+
     decided: dict[int, tuple[list[int], float, str]] = {}
-    joint_plan = []
+    joint: dict[int, list[tuple[int, ...]]] = {}
     for i in todo:
-        mine = checks.get(i, [])
-        written = set(sents[i].citations)
-        own = [c for c in mine if set(c.subset) <= written]
+        own = [check(i, sub) for sub in own_subs[i]]
         kept = minimal_subset(own)
         if kept:
-            sc = next(c.score for c in own if c.subset == kept)
-            decided[i] = (kept, sc, "kept" if set(kept) == written else "simplified")
+            decided[i] = (kept, next(c.score for c in own if c.subset == kept),
+                          "kept" if set(kept) == set(written[i]) else "simplified")
             continue
-        singles = sorted([c for c in mine if len(c.subset) == 1], key=lambda c: (-c.score, c.subset))
+        singles = sorted((check(i, (c,)) for c in cands[i]), key=lambda c: (-c.score, c.subset))
         if singles and singles[0].entails:
-            decided[i] = (list(singles[0].subset), singles[0].score, "re-pointed" if written else "added")
+            decided[i] = (list(singles[0].subset), singles[0].score, "re-pointed" if written[i] else "added")
             continue
-        pool = sorted(c.subset[0] for c in singles[:JOINT_POOL])
-        joint = [t for r in range(2, min(max_docs, len(pool)) + 1) for t in itertools.combinations(pool, r)]
-        joint = [t for t in joint if not any(c.subset == list(t) for c in mine)]
-        if joint:
-            joint_plan.append((i, sents[i].text, joint))
-    # phase 2: joint support among each undecided sentence's best documents
-    joint_checks = _score_sets(verifier, docs, joint_plan) if joint_plan else {}
+        top = sorted(c.subset[0] for c in singles[:JOINT_POOL])
+        joint[i] = [t for r in range(2, min(max_docs, len(top)) + 1) for t in itertools.combinations(top, r)]
+        joint[i] += [sub for sub in own_subs[i] if len(sub) > 1 and sub not in joint[i]]
+    # phase 2: joint support, for the sentences still undecided: pairs (and the triple) of their best
+    # documents, and their own multi-document citations, with the best-sentences premise too
+    for i, subs in joint.items():
+        for sub in subs:
+            sc.want(premise(docs, sub), sents[i].text)
+            sc.want(best_sentences_premise(i, sub), sents[i].text)
+    sc.run()
     records: list[SentenceAttribution] = []
     for i in todo:
         if i in decided:
             continue
-        jc = joint_checks.get(i, [])
-        written = bool(sents[i].citations)
+        jc = [check(i, sub) for sub in joint.get(i, [])]
         kept = minimal_subset(jc)
         if kept:
-            sc = next(c.score for c in jc if c.subset == kept)
-            decided[i] = (kept, sc, "re-pointed" if written else "added")
+            decided[i] = (kept, next(c.score for c in jc if c.subset == kept),
+                          "re-pointed" if written[i] else "added")
             continue
-        best = _best(checks.get(i, []) + jc)
+        tried = [check(i, sub) for sub in own_subs[i]] + [check(i, (c,)) for c in cands[i]] + jc
+        best = _best(tried)
         if best is not None and best.score >= partial:
             decided[i] = (list(best.subset), best.score, "partial")
         else:
@@ -177,25 +207,29 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     out_sents: list[CitedSentence] = []
     dropped: list[dict[str, Any]] = []
     for i, s in enumerate(sents):
-        if i not in decided:  # an empty sentence: nothing to check
-            out_sents.append(s)
-            continue
-        cits, sc, action = decided[i]
-        support = "supported" if sc >= thr and action not in ("partial", "flagged") else (
-            "partial" if action == "partial" else "unsupported")
-        rec = SentenceAttribution(sentence=i, text=s.text, before=list(s.citations), after=list(cits),
-                                  action=action, support=support, score=round(sc, 4))
+        if i not in decided:  # an empty sentence, or no documents at all: nothing to check
+            if not n and s.text.strip():
+                decided[i] = ([], 0.0, "flagged")
+            else:
+                out_sents.append(s)
+                continue
+        cits, score, action = decided[i]
+        support = "partial" if action == "partial" else ("unsupported" if action == "flagged" else "supported")
+        rec = SentenceAttribution(sentence=i, text=s.text, before=list(s.citations), after=sorted(cits),
+                                  action=action, support=support, score=round(score, 4))
+        records.append(rec)
         if support == "unsupported" and mode == "strict":
             rec.action = "dropped"
-            dropped.append({"sentence": i, "text": s.text, "citations": list(s.citations), "score": round(sc, 4)})
-            records.append(rec)
+            dropped.append({"sentence": i, "text": s.text, "citations": list(s.citations), "score": round(score, 4)})
             continue
-        records.append(rec)
-        out_sents.append(CitedSentence(text=s.text, citations=sorted(cits),
-                                       evidence=[e for e in s.evidence if e.doc in cits],
-                                       support=support, support_score=round(sc, 4)))
-    if n:
-        _evidence(verifier, docs, out_sents, max(1, max_evidence))
+        evidence = [e for e in s.evidence if e.doc in cits]
+        have = {e.doc for e in evidence}
+        for c in sorted(cits):
+            if c not in have:  # the document's best sentences for this answer sentence, with their scores
+                evidence += [Evidence(doc=c, text=x, score=round(v, 4))
+                             for v, x in sent_scores(i, c)[:max(1, max_evidence)]]
+        out_sents.append(CitedSentence(text=s.text, citations=sorted(cits), evidence=evidence,
+                                       support=support, support_score=round(score, 4)))
     out = answer.model_copy(update={"sentences": out_sents, "warnings": list(answer.warnings),
                                     "metadata": dict(answer.metadata)})
     counts = out.support_counts()
