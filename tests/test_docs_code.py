@@ -143,3 +143,31 @@ def test_block_runs(block, workdirs, tmp_path_factory):
     done.add(block[0])
     if re.search(r"citegraph (ask|cite) |\.render\(\)|print\(tool\.invoke", block[2]):  # it prints an answer
         assert "[1]" in proc.stdout, f"{block[0]}: no citation in its output:\n{proc.stdout[-2000:]}"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped (hyphens and underscores kept),
+    spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_relative_links_resolve():
+    """Every relative link of README.md and docs/ names an existing file, and its #anchor a heading there."""
+    link = re.compile(r"\]\(([^)\s]+)\)")
+    bad = []
+    for path in doc_files():
+        text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
+        for target in link.findall(text):
+            if re.match(r"[a-z]+:", target):
+                continue  # http(s):, mailto:
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file).resolve() if file else path
+            if not dest.exists():
+                bad.append(f"{path.relative_to(REPO)}: {target} (no such file)")
+                continue
+            if anchor and dest.suffix == ".md":
+                body = re.sub(r"^```.*?^```", "", dest.read_text(encoding="utf-8"), flags=re.S | re.M)
+                slugs = {_slug(h) for h in re.findall(r"^#+ (.+)$", body, re.M)}
+                if anchor not in slugs:
+                    bad.append(f"{path.relative_to(REPO)}: {target} (no such heading)")
+    assert not bad, "\n".join(bad)
