@@ -32,9 +32,30 @@ __all__ = ["main", "build_parser", "parse_set", "print_answer", "EXIT_INPUT", "E
 COMMANDS = ["graphs", "ask", "cite", "run", "verify", "eval", "bench", "index", "show"]
 
 
+EPILOG = """\
+examples:
+  citegraph graphs                                              the methods, one line each
+  citegraph graphs raac                                         one method's inputs, knobs and presets
+  citegraph ask vanilla --example                               the bundled question and documents
+  citegraph ask vanilla -q "When was it built?" --docs docs.jsonl --set attribution=repair
+  citegraph cite --text answer.txt --docs docs.jsonl            check a given text's citations (no LLM)
+  citegraph run vanilla --input data.json --output out.json --limit 5
+  citegraph verify --pairs claims.jsonl                         premise/hypothesis entailment scores
+  citegraph eval --input out.json                               writes out.score.json
+  citegraph bench --methods vanilla,raac --data data.json --limit 20 --out runs/b
+  citegraph index build --corpus papers.jsonl --index idx/      then: ask ... --index idx/
+  citegraph show out.json --open                                the evidence view (HTML)
+
+'citegraph COMMAND --help' lists a command's options. Docs: README.md and docs/ in the repository.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="citegraph", description="Attributed generation methods as LangGraph graphs.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="citegraph", description="Attributed generation methods as LangGraph graphs: answers whose every "
+        "sentence cites the documents that support it.", epilog=EPILOG,
+        formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, max_help_position=14, width=110))
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"citegraph.cli.{name}").register(sub)
     return parser
