@@ -87,7 +87,7 @@ def test_answer_item_reports_nodes_and_custom_events(scripted):
     assert ans.sentences and ans.sentences[0].citations == [1]
     assert usage["llm_calls"] >= 2
     nodes = [e["node"] for e in seen if e["event"] == "node"]
-    assert nodes[:2] == ["retrieve", "prepare"] and nodes[-1] == "finalize" and "feedback" in nodes
+    assert nodes[:2] == ["retrieve", "prepare"] and nodes[-2:] == ["finalize", "attribution"] and "feedback" in nodes
     line = describe_event(next(e for e in seen if e["event"] == "raac_round"))
     assert line.startswith("RAAC round 1/3: feedback total 18") and "max score" in line
 
