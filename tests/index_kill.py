@@ -24,14 +24,13 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def install_kill_hook(kill_at: int, count_file: str | None = None, trace: str | None = None) -> None:
-    import time
-
     from chromadb.api.models.Collection import Collection
 
     calls = [0]
@@ -58,17 +57,18 @@ def install_kill_hook(kill_at: int, count_file: str | None = None, trace: str | 
 
 class counting_writes:
     """``with counting_writes() as calls: ...``: ``calls`` lists the Chroma write calls made inside, in
-    order, as ``(method, ids)`` (``ids`` empty for ``modify``)."""
+    order, as ``(method, ids)`` (``ids`` empty for ``modify``); ``.times`` when each began."""
 
     def __enter__(self) -> list[tuple[str, list[str]]]:
         from chromadb.api.models.Collection import Collection
 
-        self.calls, self.saved = [], {}
+        self.calls, self.times, self.saved = [], [], {}
         for name in ("add", "upsert", "delete", "modify"):
             orig = self.saved[name] = getattr(Collection, name)
 
             def wrapped(col, *a, _orig=orig, _name=name, **k):
                 self.calls.append((_name, list(k.get("ids") or [])))
+                self.times.append(time.time())
                 return _orig(col, *a, **k)
 
             setattr(Collection, name, wrapped)
