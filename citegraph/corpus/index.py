@@ -25,7 +25,8 @@ duplicated or half-written document):
   carries the content hash and the chunk count (``doc_chunks``): it is the document's completion
   marker. A document counts as unchanged only when chunk 0 has the same hash and exactly
   ``doc_chunks`` chunks are stored; otherwise it is written again (a killed run is finished by running
-  it again). Searches leave out a document that is incomplete (no chunk 0, or too few chunks), so
+  it again): the chunks the killed run wrote for the same content (same hash and count) are kept, the
+  rest, chunk 0 included, deleted and written. Searches leave out a document that is incomplete (no chunk 0, or too few chunks), so
   a reader sees each document whole or not at all.
 * The sparse side is saved into a fresh version folder and made current by replacing
   ``current.json`` (an atomic rename), only by a process holding the lock.
@@ -97,6 +98,7 @@ class IndexReport:
     docs_unchanged: int = 0
     docs_resumed: int = 0  # documents a killed run left incomplete, written again
     chunks_added: int = 0
+    chunks_kept: int = 0  # chunks an interrupted run had written for the same content, not written again
     chunks_deleted: int = 0
     total_chunks: int = 0
     seconds: float = 0.0
@@ -106,7 +108,8 @@ class IndexReport:
     def summary(self) -> str:
         return (f"{self.docs_seen} docs read: {self.docs_added} added, {self.docs_updated} updated, "
                 f"{self.docs_unchanged} unchanged"
-                + (f", {self.docs_resumed} resumed (left incomplete by an interrupted run)" if self.docs_resumed else "")
+                + (f", {self.docs_resumed} resumed (left incomplete by an interrupted run; {self.chunks_kept} of their "
+                   "chunks kept)" if self.docs_resumed else "")
                 + f"; {self.chunks_added} chunks added, {self.chunks_deleted} "
                 f"removed; index holds {self.total_chunks} chunks; {self.seconds:.1f} s"
                 + (f"; {len(self.bad_lines)} bad line(s)" if self.bad_lines else ""))
@@ -651,14 +654,32 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
         if not todo:
             return
         begin_write()
-        gone = [cid for i in todo for cid in stored[i]]
+        chunked = {i: _chunk_doc(batch[i], settings) for i in todo}
+        # a killed run's chunks of the same content are kept (same hash and chunk count under the same
+        # settings: the same text under the same id), so a large document resumes where it was cut off;
+        # every other stored chunk of these documents goes, chunk 0 (the completion marker) always
+        keep: set[str] = set()
+        again = [cid for i in todo for cid in stored[i]]
+        for off in range(0, len(again), 5000):
+            res = col.get(ids=again[off: off + 5000], include=["metadatas"])
+            keep.update(cid for cid, m in zip(res["ids"], res["metadatas"])
+                        if int(m["order"]) != 0 and m.get("doc_hash") == hashes[m["doc_id"]]
+                        and m.get("doc_chunks") == len(chunked[m["doc_id"]]))
+        gone = [cid for cid in again if cid not in keep]
         for off in range(0, len(gone), write_batch):
             col.delete(ids=gone[off: off + write_batch])
         rep.chunks_deleted += len(gone)
+        rep.chunks_kept += len(keep)
         firsts: list[tuple[Chunk, str, int]] = []
         first_vecs: list[np.ndarray] = []
         pending: list[tuple[Chunk, str, int]] = []
         credited: dict[str, float] = defaultdict(float)
+
+        def credit(c: Chunk) -> None:  # the progress bar: a document's bytes, as far as its chunks are done
+            d = batch[c.doc_id]
+            share = d.size if c.next_id is None else d.size * c.end / max(1, len(d.text))
+            rep.bytes_done += max(0.0, share - credited[c.doc_id])
+            credited[c.doc_id] = max(share, credited[c.doc_id])
 
         def embed_and_write(rows: list[tuple[Chunk, str, int]]) -> None:
             vecs = embed([_index_text(c, settings) for c, _, _ in rows], settings["embedder"])
@@ -667,17 +688,17 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
                 if c.order == 0:  # held back: chunk 0 is written after all the others of its document
                     firsts.append(rows[k])
                     first_vecs.append(vecs[k])
-                d = batch[c.doc_id]
-                share = d.size if c.next_id is None else d.size * c.end / max(1, len(d.text))
-                rep.bytes_done += share - credited[c.doc_id]
-                credited[c.doc_id] = share
+                credit(c)
             if rest:
                 write([rows[k] for k in rest], vecs[rest])
             _progress(rep, on_progress)
 
         for i in todo:
-            chunks = _chunk_doc(batch[i], settings)
+            chunks = chunked.pop(i)
             for c in chunks:
+                if c.id in keep:
+                    credit(c)
+                    continue
                 pending.append((c, hashes[i], len(chunks)))
                 if len(pending) >= write_batch:
                     embed_and_write(pending)
