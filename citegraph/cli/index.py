@@ -36,12 +36,12 @@ def _run_index(args, build: bool) -> int:
     # one huge document moves it too, and the rate and time left come from it
     with Progress(TextColumn("[bold]index[/bold]"), BarColumn(), TaskProgressColumn(),
                   TextColumn("{task.fields[docs]} docs, {task.fields[chunks]} chunks ({task.fields[rate]} chunks/s)"),
-                  TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), console=console, transient=False) as prog:
+                  TimeElapsedColumn(), TextColumn("elapsed,"), TimeRemainingColumn(), TextColumn("left"),
+                  console=console, transient=False) as prog:
         task = prog.add_task("index", total=max(1, corpus_bytes(args.corpus)), docs=0, chunks=0, rate="-")
-        t0 = time.perf_counter()
 
         def on_progress(rep) -> None:
-            dt = time.perf_counter() - t0
+            dt = time.perf_counter() - rep.started
             prog.update(task, completed=rep.bytes_done, docs=rep.docs_seen, chunks=rep.chunks_added,
                         rate=f"{rep.chunks_added / dt:.1f}" if dt > 0 and rep.chunks_added else "-")
 

@@ -103,6 +103,7 @@ class IndexReport:
     total_chunks: int = 0
     seconds: float = 0.0
     bytes_done: float = 0.0  # source bytes of the documents finished (a document being written counts by its chunks)
+    started: float = field(default_factory=time.perf_counter)  # when the run began (after the embedder loaded, for a build)
     bad_lines: list[BadLine] = field(default_factory=list)
 
     def summary(self) -> str:
