@@ -174,7 +174,8 @@ def test_incremental_add_skips_unchanged_and_replaces_changed(tmp_path):
     assert c.search("Camellia sinensis", k=5, mode="bm25") == []
     assert any("Kaldi" in x.text for x in c.chunks() if x.doc_id == "tea")
     # a stale BM25 side (e.g. a run cut off after writing to Chroma) is rebuilt on open
-    (idx / "bm25" / "stamp.json").write_text('{"stamp": "old"}')
+    ptr = json.loads((idx / "bm25" / "current.json").read_text())
+    (idx / "bm25" / "current.json").write_text(json.dumps({**ptr, "stamp": "old"}))
     assert Corpus.open(idx).search("penguins", k=1, mode="bm25")[0].chunk.doc_id == "new"
     with pytest.raises(InputError):
         add_to_index(DOCS, tmp_path / "nothing-here")

@@ -5,54 +5,55 @@
     citegraph index search --index idx/ --query "..." [--mode bm25|dense|hybrid|rrf] [--k 10] [--alpha 0.5]
 
 ``--index`` may also be ``chroma+http://HOST:PORT/COLLECTION`` (a Chroma server). Bad corpus lines are
-reported by file and line number and the rest is indexed; the exit status is then 2.
+reported by file and line number and the rest is indexed (as is a second document with an id
+already read: the first one is kept); the exit status is then 2. Two writers on one index run one
+after the other; a killed build or add is finished by running it again (see citegraph.corpus.index).
 """
 
 from __future__ import annotations
 
 import json
+import sys
+import time
 from pathlib import Path
 
 from citegraph.cli.common import EXIT_INPUT
 from citegraph.errors import InputError
 
 
-def _count_docs(path: str) -> int | None:
-    p = Path(path)
-    try:
-        if p.is_file():
-            with open(p, "rb") as f:
-                return sum(1 for line in f if line.strip())
-        if p.is_dir():
-            return None  # a folder's .jsonl files hold many documents each: no total shown
-    except OSError:
-        return None
-    return None
-
-
 def _run_index(args, build: bool) -> int:
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from citegraph.corpus import add_to_index, build_index
+    from citegraph.corpus.sources import corpus_bytes
 
     if not Path(args.corpus).exists():
         raise InputError(f"corpus not found: {args.corpus}")
     console = Console(stderr=True)
-    total = _count_docs(args.corpus)
-    with Progress(TextColumn("[bold]index[/bold]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[chunks]} chunks"),
-                  TimeElapsedColumn(), console=console, transient=False) as prog:
-        task = prog.add_task("index", total=total, chunks=0)
+    # the bar counts the corpus's bytes, a document's by its chunks as they are embedded and written:
+    # one huge document moves it too, and the rate and time left come from it
+    with Progress(TextColumn("[bold]index[/bold]"), BarColumn(), TaskProgressColumn(),
+                  TextColumn("{task.fields[docs]} docs, {task.fields[chunks]} chunks ({task.fields[rate]} chunks/s)"),
+                  TimeElapsedColumn(), TextColumn("elapsed,"), TimeRemainingColumn(), TextColumn("left"),
+                  console=console, transient=False) as prog:
+        task = prog.add_task("index", total=max(1, corpus_bytes(args.corpus)), docs=0, chunks=0, rate="-")
 
         def on_progress(rep) -> None:
-            prog.update(task, completed=rep.docs_seen + len(rep.bad_lines), chunks=rep.chunks_added)
+            dt = time.perf_counter() - rep.started
+            prog.update(task, completed=rep.bytes_done, docs=rep.docs_seen, chunks=rep.chunks_added,
+                        rate=f"{rep.chunks_added / dt:.1f}" if dt > 0 and rep.chunks_added else "-")
+
+        def on_wait(msg: str) -> None:
+            console.print(escape(msg), soft_wrap=True)
 
         if build:
             rep = build_index(args.corpus, args.index, chunk_tokens=args.chunk_tokens, overlap_tokens=args.overlap_tokens,
-                              embedder=args.embedder, title_in_index=not args.no_title, on_progress=on_progress)
+                              embedder=args.embedder, title_in_index=not args.no_title, on_progress=on_progress,
+                              on_wait=on_wait)
         else:
-            rep = add_to_index(args.corpus, args.index, on_progress=on_progress)
+            rep = add_to_index(args.corpus, args.index, on_progress=on_progress, on_wait=on_wait)
     for b in rep.bad_lines[:20]:
         console.print(f"[red]bad line[/red] {escape(str(b))}", soft_wrap=True)
     if len(rep.bad_lines) > 20:
@@ -77,6 +78,9 @@ def cmd_search(args) -> int:
     if args.k < 1:
         raise InputError("--k must be at least 1")
     c = Corpus.open(args.index)
+    if c.incomplete_docs:
+        print(f"warning: {len(c.incomplete_docs)} document(s) of {args.index} were left incomplete by an interrupted "
+              "write and are not searched; run the same `citegraph index build/add` again to finish them", file=sys.stderr)
     hits = c.search(args.query, k=args.k, mode=args.mode, alpha=args.alpha)
     if args.json:
         for h in hits:

@@ -5,9 +5,31 @@ Layout of an index folder ``idx/``::
     idx/chroma/        Chroma PersistentClient (collection "citegraph"): every chunk's embedding,
                        text and metadata; the index settings and a change stamp in the collection
                        metadata. This is the one source of truth.
-    idx/bm25/          bm25s index over the same chunks (saved with bm25s, loaded memory-mapped),
-                       ids.json (row -> chunk id, in (doc id, order) order) and stamp.json (the
-                       collection stamp it was built from; a stale or missing one is rebuilt from Chroma)
+    idx/bm25/          current.json (the collection stamp the sparse side was built from, the chunk
+                       count, the documents left out as incomplete, and the version folder) and that
+                       version folder: the bm25s index (loaded memory-mapped) and ids.json (row -> chunk
+                       id, in (doc id, order) order). A stale or missing one is rebuilt from Chroma.
+    idx/.citegraph.lock  the writers' lock (see below)
+
+Crash safety (a writer may be SIGKILLed at any moment; the next run or open must see no stale,
+duplicated or half-written document):
+
+* Writers are serialised by a file lock (``filelock``) on the index folder: two ``index add`` on one
+  folder run one after the other. A Chroma server's collection is locked in the local cache folder,
+  so only writers on the same machine are serialised.
+* Before its first change a writer sets the stamp to a "writing" value (``w-...``) and after its last
+  one to a fresh stamp: a sparse side saved under any earlier stamp never matches again, whatever
+  point the writer was killed at (a changed document may keep its chunk count, so the count alone
+  proves nothing).
+* A document is written as: delete all its chunks, write chunks 1..n-1, then chunk 0 last. Chunk 0
+  carries the content hash and the chunk count (``doc_chunks``): it is the document's completion
+  marker. A document counts as unchanged only when chunk 0 has the same hash and exactly
+  ``doc_chunks`` chunks are stored; otherwise it is written again (a killed run is finished by running
+  it again): the chunks the killed run wrote for the same content (same hash and count) are kept, the
+  rest, chunk 0 included, deleted and written. Searches leave out a document that is incomplete (no chunk 0, or too few chunks), so
+  a reader sees each document whole or not at all.
+* The sparse side is saved into a fresh version folder and made current by replacing
+  ``current.json`` (an atomic rename), only by a process holding the lock.
 
 A spec ``chroma+http://HOST:PORT/COLLECTION`` keeps the chunks in a Chroma server instead
 (``chromadb.HttpClient``); the bm25s side then lives in a local cache folder
@@ -24,9 +46,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import threading
 import time
 import uuid
 import weakref
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -45,6 +70,8 @@ COLLECTION = "citegraph"
 MODES = ("bm25", "dense", "hybrid", "rrf")
 DEFAULT_CANDIDATES = 100
 _STAMP_KEY = "citegraph_stamp"
+_WRITING = "w-"  # a stamp starting with this: a write began and did not finish (or is running)
+WRITE_BATCH = 256  # chunks embedded and written per Chroma call (the progress bar moves this often)
 _SETTING_KEYS = ("embedder", "chunk_tokens", "overlap_tokens", "splitter", "title_in_index")
 
 
@@ -69,15 +96,22 @@ class IndexReport:
     docs_added: int = 0
     docs_updated: int = 0
     docs_unchanged: int = 0
+    docs_resumed: int = 0  # documents a killed run left incomplete, written again
     chunks_added: int = 0
+    chunks_kept: int = 0  # chunks an interrupted run had written for the same content, not written again
     chunks_deleted: int = 0
     total_chunks: int = 0
     seconds: float = 0.0
+    bytes_done: float = 0.0  # source bytes of the documents finished (a document being written counts by its chunks)
+    started: float = field(default_factory=time.perf_counter)  # when the run began (after the embedder loaded, for a build)
     bad_lines: list[BadLine] = field(default_factory=list)
 
     def summary(self) -> str:
         return (f"{self.docs_seen} docs read: {self.docs_added} added, {self.docs_updated} updated, "
-                f"{self.docs_unchanged} unchanged; {self.chunks_added} chunks added, {self.chunks_deleted} "
+                f"{self.docs_unchanged} unchanged"
+                + (f", {self.docs_resumed} resumed (left incomplete by an interrupted run; {self.chunks_kept} of their "
+                   "chunks kept)" if self.docs_resumed else "")
+                + f"; {self.chunks_added} chunks added, {self.chunks_deleted} "
                 f"removed; index holds {self.total_chunks} chunks; {self.seconds:.1f} s"
                 + (f"; {len(self.bad_lines)} bad line(s)" if self.bad_lines else ""))
 
@@ -125,10 +159,30 @@ def _parse(spec: str | os.PathLike, local_dir: str | os.PathLike | None):
         COLLECTION, Path(local_dir) if local_dir else folder, str(folder)
 
 
-def _meta_for_chroma(c: Chunk, h: str) -> dict[str, Any]:
+def _meta_for_chroma(c: Chunk, h: str, n: int) -> dict[str, Any]:
     return {"doc_id": c.doc_id, "title": c.title, "order": c.order, "start": c.start, "end": c.end,
-            "prev_id": c.prev_id or "", "next_id": c.next_id or "", "doc_hash": h,
+            "prev_id": c.prev_id or "", "next_id": c.next_id or "", "doc_hash": h, "doc_chunks": n,
             "meta_json": json.dumps(c.metadata, ensure_ascii=False, default=str)}
+
+
+def _doc_of(chunk_id: str) -> str:
+    return chunk_id.rsplit("#", 1)[0]  # ids are "{doc_id}#{order}"
+
+
+# ----------------------------------------------------------------------------------- the lock
+_locks: dict[str, Any] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock_for(folder: Path):
+    """The writers' lock of an index folder (one object per folder and process, so it is re-entrant)."""
+    from filelock import FileLock
+
+    key = str(Path(folder).resolve())
+    with _locks_guard:
+        if key not in _locks:
+            _locks[key] = FileLock(str(Path(key) / ".citegraph.lock"))
+        return _locks[key]
 
 
 def _chunk_from_chroma(cid: str, text: str, m: dict[str, Any]) -> Chunk:
@@ -150,39 +204,59 @@ def _bm25_tokenize(texts: Sequence[str], *, return_ids: bool = True):
 
 
 class _Sparse:
-    """A bm25s index and its row -> chunk id list."""
+    """A bm25s index, its row -> chunk id list, the collection's chunk count it was built from and the
+    documents it leaves out as incomplete (``hidden``)."""
 
-    def __init__(self, retriever, ids: list[str]) -> None:
-        self.retriever, self.ids = retriever, ids
+    def __init__(self, retriever, ids: list[str], total: int = 0, hidden: Iterable[str] = ()) -> None:
+        self.retriever, self.ids, self.total, self.hidden = retriever, ids, total, frozenset(hidden)
 
     @classmethod
-    def build(cls, ids: list[str], texts: list[str]) -> "_Sparse":
+    def build(cls, ids: list[str], texts: list[str], total: int = 0, hidden: Iterable[str] = ()) -> "_Sparse":
         import bm25s
 
         r = bm25s.BM25()
         if texts:
             r.index(_bm25_tokenize(texts), show_progress=False)
-        return cls(r, ids)
+        return cls(r, ids, total, hidden)
 
     def save(self, folder: Path, stamp: str) -> None:
+        """Into a fresh version folder, then made current by an atomic rename of current.json; older
+        versions (and the pre-versioned layout's files) are removed after."""
         folder.mkdir(parents=True, exist_ok=True)
+        name = f"v-{uuid.uuid4().hex[:16]}"
+        vdir = folder / name
+        vdir.mkdir()
         if self.ids:
-            self.retriever.save(str(folder), show_progress=False)
-        (folder / "ids.json").write_text(json.dumps(self.ids))
-        (folder / "stamp.json").write_text(json.dumps({"stamp": stamp, "chunks": len(self.ids)}))
+            self.retriever.save(str(vdir), show_progress=False)
+        (vdir / "ids.json").write_text(json.dumps(self.ids))
+        tmp = folder / f".current.{name}.json"
+        tmp.write_text(json.dumps({"stamp": stamp, "chunks": self.total, "rows": len(self.ids), "dir": name,
+                                   "hidden": sorted(self.hidden)}))
+        os.replace(tmp, folder / "current.json")
+        for old in folder.iterdir():
+            if old.name in ("current.json", name):
+                continue
+            try:
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
+            except OSError:
+                pass
 
     @classmethod
     def load(cls, folder: Path, stamp: str) -> "_Sparse | None":
         import bm25s
 
         try:
-            if json.loads((folder / "stamp.json").read_text())["stamp"] != stamp:
+            ptr = json.loads((folder / "current.json").read_text())
+            if ptr["stamp"] != stamp:
                 return None
-            ids = json.loads((folder / "ids.json").read_text())
-            r = bm25s.BM25.load(str(folder), mmap=True, show_progress=False) if ids else bm25s.BM25()
-        except (OSError, ValueError, KeyError):
+            vdir = folder / ptr["dir"]
+            ids = json.loads((vdir / "ids.json").read_text())
+            if len(ids) != ptr["rows"]:
+                return None
+            r = bm25s.BM25.load(str(vdir), mmap=True, show_progress=False) if ids else bm25s.BM25()
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        return cls(r, ids)
+        return cls(r, ids, int(ptr["chunks"]), ptr.get("hidden") or ())
 
     def search(self, query: str, n: int) -> dict[str, float]:
         if not self.ids or n <= 0:
@@ -252,22 +326,51 @@ class Corpus:
         if self._sparse is not None and self._stamp == stamp:
             return self._sparse
         sp = _Sparse.load(self.local_dir / "bm25", stamp) if self.local_dir else None
-        if sp is None or len(sp.ids) != self._col.count():
-            sp = self._rebuild_sparse(stamp)
+        if sp is None or sp.total != self._col.count():
+            sp = self._rebuild_sparse()
         self._sparse, self._stamp = sp, stamp
         return sp
 
-    def _rebuild_sparse(self, stamp: str | None = None) -> _Sparse:
-        stamp = stamp if stamp is not None else self._current_stamp()
-        ids, texts = [], []
-        for ch in _iter_collection(self._col):
-            ids.append(ch.id)
-            texts.append(_index_text(ch, self.settings))
-        sp = _Sparse.build(ids, texts)
+    def _rebuild_sparse(self) -> _Sparse:
+        """The sparse side from Chroma's chunks, saved only by a process that holds the writers' lock
+        (so no writer is half-way: a reader beside a running writer keeps its rebuild in memory)."""
+        lock = None
         if self.local_dir is not None:
-            sp.save(self.local_dir / "bm25", stamp)
+            try:
+                self.local_dir.mkdir(parents=True, exist_ok=True)
+                lock = _lock_for(self.local_dir)
+                lock.acquire(timeout=0)
+            except Exception:  # noqa: BLE001 - filelock.Timeout (a writer is running) or a read-only folder
+                lock = None
+        try:
+            stamp = self._current_stamp()
+            total = self._col.count()
+            ids, texts, hidden = [], [], set()
+            for ch, complete in _iter_complete(self._col):
+                if not complete:
+                    hidden.add(ch.doc_id)
+                    continue
+                ids.append(ch.id)
+                texts.append(_index_text(ch, self.settings))
+            sp = _Sparse.build(ids, texts, total, hidden)
+            if lock is not None:
+                sp.save(self.local_dir / "bm25", stamp)
+        finally:
+            if lock is not None:
+                lock.release()
         self._sparse, self._stamp = sp, stamp
         return sp
+
+    @property
+    def incomplete_docs(self) -> frozenset[str]:
+        """Documents an interrupted write left incomplete (left out of every search until the same
+        ``index build``/``add`` is run again)."""
+        return self._ensure_sparse().hidden
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the last write to this index did not finish (or is still running)."""
+        return self._current_stamp().startswith(_WRITING)
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -314,10 +417,13 @@ class Corpus:
             return {}
         from citegraph.tools.embeddings import embed
 
+        hidden = self._ensure_sparse().hidden
         q = embed([query], self.settings["embedder"])[0]
-        res = self._col.query(query_embeddings=[q.tolist()], n_results=min(n, total), include=["distances"])
+        res = self._col.query(query_embeddings=[q.tolist()], n_results=min(n + (200 if hidden else 0), total),
+                              include=["distances"])
         # cosine space: distance = 1 - cosine similarity
-        return {i: 1.0 - float(d) for i, d in zip(res["ids"][0], res["distances"][0])}
+        out = {i: 1.0 - float(d) for i, d in zip(res["ids"][0], res["distances"][0]) if _doc_of(i) not in hidden}
+        return dict(list(out.items())[:n])
 
     def candidates_for(self, query: str, n: int, *, sparse: bool = True, dense: bool = True) -> tuple[dict[str, float], dict[str, float]]:
         """The raw candidate lists ``({chunk id: BM25 score}, {chunk id: cosine similarity})``, top ``n``
@@ -423,17 +529,33 @@ def _index_text(c: Chunk, settings: dict[str, Any]) -> str:
 
 def _iter_collection(col, page: int = 5000) -> Iterator[Chunk]:
     """Every chunk of a collection, sorted by (doc id, order)."""
+    for ch, _ in _iter_complete(col, page):
+        yield ch
+
+
+def _iter_complete(col, page: int = 5000) -> Iterator[tuple[Chunk, bool]]:
+    """Every chunk of a collection, sorted by (doc id, order), with whether its document is complete:
+    its chunk 0 (written last) is there and so are as many chunks as chunk 0 says (an index written
+    before ``doc_chunks`` existed: chunk 0 being there is all that is checked)."""
     metas: list[tuple[str, int, str]] = []
+    count: dict[str, int] = defaultdict(int)
+    want: dict[str, int] = {}
     for off in range(0, col.count(), page):
         res = col.get(include=["metadatas"], limit=page, offset=off)
-        metas.extend((m["doc_id"], int(m["order"]), i) for i, m in zip(res["ids"], res["metadatas"]))
+        for i, m in zip(res["ids"], res["metadatas"]):
+            metas.append((m["doc_id"], int(m["order"]), i))
+            count[m["doc_id"]] += 1
+            if int(m["order"]) == 0:
+                dc = m.get("doc_chunks")
+                want[m["doc_id"]] = int(dc) if dc is not None else -1
     metas.sort()
+    complete = {d: d in want and (want[d] < 0 or want[d] == count[d]) for d in count}
     ids = [i for _, _, i in metas]
     for off in range(0, len(ids), page):
         part = ids[off: off + page]
         res = col.get(ids=part, include=["documents", "metadatas"])
         by_id = {i: _chunk_from_chroma(i, t, m) for i, t, m in zip(res["ids"], res["documents"], res["metadatas"])}
-        yield from (by_id[i] for i in part if i in by_id)
+        yield from ((by_id[i], complete[by_id[i].doc_id]) for i in part if i in by_id)
 
 
 def _as_source(d: Any) -> SourceDoc:
@@ -471,56 +593,137 @@ def _chunk_doc(d: SourceDoc, settings: dict[str, Any]) -> list[Chunk]:
     return ch.chunk(d.id, d.title, d.text, d.metadata, reserve=reserve)
 
 
+def _set_stamp(col, stamp: str) -> None:
+    meta = dict(col.metadata or {})
+    meta[_STAMP_KEY] = stamp
+    col.modify(metadata=meta)
+
+
 def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine], rep: IndexReport,
-              on_progress: Callable[[IndexReport], None] | None, batch_docs: int = 64) -> bool:
-    """Chunk, embed and add ``docs`` batch by batch; returns whether anything changed."""
+              on_progress: Callable[[IndexReport], None] | None, batch_docs: int = 64,
+              write_batch: int = WRITE_BATCH) -> bool:
+    """Chunk, embed and write ``docs`` batch by batch with the crash-safe protocol of the module doc;
+    returns whether anything changed. A second document with an id already read in this run is
+    skipped and reported as a bad line (the first one is indexed)."""
     from citegraph.tools.embeddings import embed
 
-    changed = False
-    max_batch = max(1, min(5000, int(getattr(col._client, "get_max_batch_size", lambda: 5000)())))
+    writing = False
+    was_interrupted = str((col.metadata or {}).get(_STAMP_KEY, "")).startswith(_WRITING)
+    write_batch = max(1, min(int(write_batch), int(getattr(col._client, "get_max_batch_size", lambda: 5000)())))
+    seen: dict[str, str] = {}
+
+    def begin_write() -> None:
+        nonlocal writing
+        if not writing:  # committed before the first change: no sparse side saved earlier matches any more
+            _set_stamp(col, _WRITING + uuid.uuid4().hex)
+            writing = True
+
+    def write(rows: list[tuple[Chunk, str, int]], vecs) -> None:
+        col.upsert(ids=[c.id for c, _, _ in rows], embeddings=np.asarray(vecs, dtype=np.float32),
+                   documents=[c.text for c, _, _ in rows], metadatas=[_meta_for_chroma(c, h, n) for c, h, n in rows])
+        rep.chunks_added += len(rows)
 
     def flush(batch: dict[str, SourceDoc]) -> None:
-        nonlocal changed
         if not batch:
             return
+        ids = list(batch)
         hashes = {i: doc_hash(d.title, d.text, d.metadata) for i, d in batch.items()}
-        old = col.get(where={"$and": [{"doc_id": {"$in": list(batch)}}, {"order": 0}]}, include=["metadatas"])
-        old_hash = {m["doc_id"]: m.get("doc_hash") for m in old["metadatas"]}
-        new_chunks: list[tuple[Chunk, str]] = []
-        stale: list[str] = []
+        heads = col.get(where={"$and": [{"doc_id": {"$in": ids}}, {"order": 0}]}, include=["metadatas"])
+        head = {m["doc_id"]: m for m in heads["metadatas"]}
+        stored: dict[str, list[str]] = defaultdict(list)
+        for cid in col.get(where={"doc_id": {"$in": ids}}, include=[])["ids"]:
+            stored[_doc_of(cid)].append(cid)
+        todo: list[str] = []
         for i, d in batch.items():
-            if old_hash.get(i) == hashes[i]:
-                rep.docs_unchanged += 1
-                continue
-            if i in old_hash:
-                stale.append(i)
+            m = head.get(i)
+            if m is not None and m.get("doc_hash") == hashes[i]:
+                want = m.get("doc_chunks")
+                if want is None:  # written before chunk counts were recorded: count its chunks again
+                    want = len(_chunk_doc(d, settings))
+                if len(stored[i]) == int(want):
+                    rep.docs_unchanged += 1
+                    rep.bytes_done += d.size
+                    continue
+                rep.docs_resumed += 1
+            elif m is not None:
                 rep.docs_updated += 1
+            elif stored[i]:  # chunks without their chunk 0: a write that was cut off
+                rep.docs_resumed += 1
             else:
                 rep.docs_added += 1
-            new_chunks.extend((c, hashes[i]) for c in _chunk_doc(d, settings))
-        if stale:
-            gone = col.get(where={"doc_id": {"$in": stale}}, include=[])["ids"]
-            if gone:
-                col.delete(ids=gone)
-                rep.chunks_deleted += len(gone)
-            changed = True
-        for off in range(0, len(new_chunks), max_batch):
-            part = new_chunks[off: off + max_batch]
-            vecs = embed([_index_text(c, settings) for c, _ in part], settings["embedder"])
-            col.add(ids=[c.id for c, _ in part], embeddings=np.asarray(vecs, dtype=np.float32),
-                    documents=[c.text for c, _ in part], metadatas=[_meta_for_chroma(c, h) for c, h in part])
-            rep.chunks_added += len(part)
-            changed = True
+            todo.append(i)
+        if not todo:
+            return
+        begin_write()
+        chunked = {i: _chunk_doc(batch[i], settings) for i in todo}
+        # a killed run's chunks of the same content are kept (same hash and chunk count under the same
+        # settings: the same text under the same id), so a large document resumes where it was cut off;
+        # every other stored chunk of these documents goes, chunk 0 (the completion marker) always
+        keep: set[str] = set()
+        again = [cid for i in todo for cid in stored[i]]
+        for off in range(0, len(again), 5000):
+            res = col.get(ids=again[off: off + 5000], include=["metadatas"])
+            keep.update(cid for cid, m in zip(res["ids"], res["metadatas"])
+                        if int(m["order"]) != 0 and m.get("doc_hash") == hashes[m["doc_id"]]
+                        and m.get("doc_chunks") == len(chunked[m["doc_id"]]))
+        gone = [cid for cid in again if cid not in keep]
+        for off in range(0, len(gone), write_batch):
+            col.delete(ids=gone[off: off + write_batch])
+        rep.chunks_deleted += len(gone)
+        rep.chunks_kept += len(keep)
+        firsts: list[tuple[Chunk, str, int]] = []
+        first_vecs: list[np.ndarray] = []
+        pending: list[tuple[Chunk, str, int]] = []
+        credited: dict[str, float] = defaultdict(float)
+
+        def credit(c: Chunk) -> None:  # the progress bar: a document's bytes, as far as its chunks are done
+            d = batch[c.doc_id]
+            share = d.size if c.next_id is None else d.size * c.end / max(1, len(d.text))
+            rep.bytes_done += max(0.0, share - credited[c.doc_id])
+            credited[c.doc_id] = max(share, credited[c.doc_id])
+
+        def embed_and_write(rows: list[tuple[Chunk, str, int]]) -> None:
+            vecs = embed([_index_text(c, settings) for c, _, _ in rows], settings["embedder"])
+            rest = [k for k, (c, _, _) in enumerate(rows) if c.order != 0]
+            for k, (c, _, _) in enumerate(rows):
+                if c.order == 0:  # held back: chunk 0 is written after all the others of its document
+                    firsts.append(rows[k])
+                    first_vecs.append(vecs[k])
+                credit(c)
+            if rest:
+                write([rows[k] for k in rest], vecs[rest])
+            _progress(rep, on_progress)
+
+        for i in todo:
+            chunks = chunked.pop(i)
+            for c in chunks:
+                if c.id in keep:
+                    credit(c)
+                    continue
+                pending.append((c, hashes[i], len(chunks)))
+                if len(pending) >= write_batch:
+                    embed_and_write(pending)
+                    pending = []
+        if pending:
+            embed_and_write(pending)
+        for off in range(0, len(firsts), write_batch):
+            write(firsts[off: off + write_batch], np.stack(first_vecs[off: off + write_batch]))
 
     batch: dict[str, SourceDoc] = {}
-    for d in docs:
+    for n, d in enumerate(docs, 1):
         if isinstance(d, BadLine):
             rep.bad_lines.append(d)
+            rep.bytes_done += d.size
             continue
+        if not d.path:
+            d.path, d.line = "documents", n
         rep.docs_seen += 1
-        if d.id in batch:  # the same id twice in one batch: the later one wins, as across batches
-            flush(batch)
-            batch = {}
+        if d.id in seen:
+            rep.bad_lines.append(BadLine(d.path, d.line, f"duplicate id {d.id!r} (first at {seen[d.id]}); "
+                                                         "this one is not indexed", d.size))
+            rep.bytes_done += d.size
+            continue
+        seen[d.id] = d.where
         batch[d.id] = d
         if len(batch) >= batch_docs:
             flush(batch)
@@ -528,11 +731,9 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
             _progress(rep, on_progress)
     flush(batch)
     _progress(rep, on_progress)
-    if changed:
-        meta = dict(col.metadata or {})
-        meta[_STAMP_KEY] = uuid.uuid4().hex
-        col.modify(metadata=meta)
-    return changed
+    if writing or was_interrupted:  # committed last
+        _set_stamp(col, uuid.uuid4().hex)
+    return writing
 
 
 def _progress(rep: IndexReport, on_progress: Callable[[IndexReport], None] | None) -> None:
@@ -547,26 +748,34 @@ def _progress(rep: IndexReport, on_progress: Callable[[IndexReport], None] | Non
 def build_index(corpus: str | os.PathLike | Iterable[Any], index: str | os.PathLike, *, chunk_tokens: int = 256,
                 overlap_tokens: int = 0, embedder: str = "minilm", title_in_index: bool = True,
                 local_dir: str | os.PathLike | None = None, on_progress: Callable[[IndexReport], None] | None = None,
-                batch_docs: int = 64) -> IndexReport:
+                batch_docs: int = 64, write_batch: int = WRITE_BATCH, lock_timeout: float | None = None,
+                on_wait: Callable[[str], None] | None = None) -> IndexReport:
     """Create the index at ``index`` (a folder or a ``chroma+http://`` spec) if it does not exist, then
     add ``corpus`` (a JSONL file, a folder, or an iterable of documents). Building the same corpus again
-    changes nothing. An existing index built with other chunking settings is refused."""
+    changes nothing; after an interrupted build it writes what the killed run left incomplete. An
+    existing index built with other chunking settings is refused. Writers on one index run one at a
+    time: a second one waits for the first (``on_wait`` is told, once, with a line to show; it gives up
+    after ``lock_timeout`` seconds when one is set)."""
     settings = _new_settings(embedder, chunk_tokens, overlap_tokens, title_in_index=title_in_index)
     _chunker(settings)  # bad chunk sizes fail before anything is written
     return _index(corpus, index, settings, create=True, local_dir=local_dir, on_progress=on_progress,
-                  batch_docs=batch_docs)
+                  batch_docs=batch_docs, write_batch=write_batch, lock_timeout=lock_timeout, on_wait=on_wait)
 
 
 def add_to_index(corpus: str | os.PathLike | Iterable[Any], index: str | os.PathLike, *,
                  local_dir: str | os.PathLike | None = None, on_progress: Callable[[IndexReport], None] | None = None,
-                 batch_docs: int = 64) -> IndexReport:
+                 batch_docs: int = 64, write_batch: int = WRITE_BATCH, lock_timeout: float | None = None,
+                 on_wait: Callable[[str], None] | None = None) -> IndexReport:
     """Add ``corpus`` to an existing index with the index's own settings; unchanged documents (same id,
-    same content hash) are skipped, changed ones replace their chunks."""
+    same content hash, all chunks stored) are skipped, changed ones replace their chunks."""
     return _index(corpus, index, None, create=False, local_dir=local_dir, on_progress=on_progress,
-                  batch_docs=batch_docs)
+                  batch_docs=batch_docs, write_batch=write_batch, lock_timeout=lock_timeout, on_wait=on_wait)
 
 
-def _index(corpus, index, settings, *, create: bool, local_dir, on_progress, batch_docs) -> IndexReport:
+def _index(corpus, index, settings, *, create: bool, local_dir, on_progress, batch_docs, write_batch,
+           lock_timeout, on_wait) -> IndexReport:
+    from filelock import Timeout
+
     t0 = time.perf_counter()
     client_fn, name, local, display = _parse(index, local_dir)
     if not create and not is_http_spec(str(index)) and not (Path(index) / "chroma").is_dir():
@@ -578,17 +787,34 @@ def _index(corpus, index, settings, *, create: bool, local_dir, on_progress, bat
         docs = iter_corpus(corpus)
     else:
         docs = (d if isinstance(d, BadLine) else _as_source(d) for d in corpus)
-    col = _get_collection(client_fn(), name, create=create, display=display, settings=settings)
-    have = _settings_of(col, display)
-    if settings is not None:
-        diff = [k for k in _SETTING_KEYS if have.get(k) != settings[k]]
-        if diff:
-            raise InputError(f"{display} was built with other settings ({', '.join(f'{k}={have.get(k)!r}' for k in diff)}); "
-                             "use `citegraph index add` to add with its settings, or a new index")
-    rep = IndexReport()
-    _add_docs(col, have, docs, rep, on_progress, batch_docs=batch_docs)
-    c = Corpus(col, local, have, display)
-    c._ensure_sparse()  # rebuilt from Chroma when the stamp moved (or a previous run was cut off)
-    rep.total_chunks = len(c)
+    try:
+        local.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot write the index folder {local}: {e.strerror}") from e
+    lock = _lock_for(local)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if on_wait:
+            on_wait(f"another process is writing to {display}; waiting for it to finish")
+        try:
+            lock.acquire(timeout=-1 if lock_timeout is None else lock_timeout)
+        except Timeout:
+            raise InputError(f"another process is still writing to {display} after {lock_timeout:g} s; try again later") from None
+    try:
+        col = _get_collection(client_fn(), name, create=create, display=display, settings=settings)
+        have = _settings_of(col, display)
+        if settings is not None:
+            diff = [k for k in _SETTING_KEYS if have.get(k) != settings[k]]
+            if diff:
+                raise InputError(f"{display} was built with other settings ({', '.join(f'{k}={have.get(k)!r}' for k in diff)}); "
+                                 "use `citegraph index add` to add with its settings, or a new index")
+        rep = IndexReport()
+        _add_docs(col, have, docs, rep, on_progress, batch_docs=batch_docs, write_batch=write_batch)
+        c = Corpus(col, local, have, display)
+        c._ensure_sparse()  # rebuilt from Chroma when the stamp moved (and saved: this process holds the lock)
+        rep.total_chunks = len(c)
+    finally:
+        lock.release()
     rep.seconds = time.perf_counter() - t0
     return rep

@@ -109,7 +109,8 @@ def unregister_retriever(name: str) -> None:
 
 def open_corpus(spec: str):
     """The corpus a ``corpus`` knob names: ``retriever:<name>`` (see :func:`register_retriever`), an index
-    folder or ``chroma+http://HOST:PORT/COLLECTION``; opened once per process and reused."""
+    folder or ``chroma+http://HOST:PORT/COLLECTION``; opened once per process and reused. An index
+    holding no chunks is refused (InputError) rather than answering every question from nothing."""
     spec = str(spec).strip()
     if not spec:
         raise InputError("no corpus named")
@@ -126,6 +127,9 @@ def open_corpus(spec: str):
             from citegraph.corpus.index import Corpus
 
             c = Corpus.open(spec)
+            if len(c) == 0:  # nothing to retrieve: every question would reach the model with no documents
+                raise InputError(f"the index at {spec} is empty (0 chunks); add documents first with: "
+                                 f"citegraph index add --corpus FILE --index {spec}")
         _opened[spec] = c
         return c
 

@@ -1,7 +1,13 @@
 """Reading a corpus as a stream: a JSONL file (``{"id"?, "title"?, "text", ...}`` per line, other fields
 kept as metadata) or a folder of ``.txt`` / ``.md`` (one document per file, id = the path relative to
 the folder, title = the file name without its suffix) and ``.jsonl`` files. Bad lines are yielded as
-:class:`BadLine` (file and line number) so the caller reports them and indexes the rest."""
+:class:`BadLine` (file and line number) so the caller reports them and indexes the rest: a line that
+is not UTF-8, not JSON, nested too deeply, not an object, without a text, with a title or id that is
+not a string or a number, or holding a lone surrogate escape (``\\ud800``, which no UTF-8 store takes).
+
+Every document and bad line carries where it came from (``path``, ``line``) and its size in bytes
+(``size``), so a progress bar can advance through a corpus by bytes and a duplicate id can name the
+line it repeats."""
 
 from __future__ import annotations
 
@@ -23,6 +29,13 @@ class SourceDoc:
     title: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    path: str = ""  # where it was read: the file, and the line (0 for a whole file or a document given in code)
+    line: int = 0
+    size: int = 0  # bytes of its source line or file (0 when given in code)
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else (self.path or "a document given in code")
 
 
 @dataclass
@@ -30,6 +43,7 @@ class BadLine:
     path: str
     line: int
     reason: str
+    size: int = 0
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.reason}"
@@ -46,25 +60,57 @@ def record_to_doc(rec: Any) -> SourceDoc:
         raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
     text = rec.get("text")
     if not isinstance(text, str) or not text.strip():
-        raise ValueError('missing or empty "text"')
-    title = rec.get("title") or ""
-    if not isinstance(title, str):
-        title = str(title)
-    doc_id = rec.get("id")
-    doc_id = _default_id(title, text) if doc_id is None or doc_id == "" else str(doc_id)
+        raise ValueError('missing or empty "text"' if text is None or isinstance(text, str)
+                         else f'"text" must be a string, got {_kind(text)}')
+    title = _scalar(rec.get("title"), "title")
+    doc_id = _scalar(rec.get("id"), "id")
+    doc_id = _default_id(title, text) if doc_id == "" else doc_id
     meta = {k: v for k, v in rec.items() if k not in ("id", "title", "text")}
+    try:  # "\\ud800" is valid JSON but no UTF-8 text: every store (and the content hash) would fail on it
+        json.dumps([doc_id, title, text, meta], ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"holds a lone surrogate escape (\\u{ord(e.object[e.start]):04x}), which is not text") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
     return SourceDoc(id=doc_id, title=title, text=text, metadata=meta)
 
 
+def _kind(v: Any) -> str:
+    return {dict: "an object", list: "a list", bool: "true/false"}.get(type(v), type(v).__name__)
+
+
+def _scalar(v: Any, name: str) -> str:
+    """A title or id: a string, or a number written as one; absent/null is ""."""
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
+    raise ValueError(f'"{name}" must be a string, got {_kind(v)}')
+
+
 def iter_jsonl(path: str | os.PathLike) -> Iterator[SourceDoc | BadLine]:
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
+    """One document per line; a line that is not UTF-8 or not a document is a :class:`BadLine`."""
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
                 continue
             try:
-                yield record_to_doc(json.loads(line))
-            except (json.JSONDecodeError, ValueError) as e:
-                yield BadLine(str(path), n, str(e).splitlines()[0])
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield BadLine(str(path), n, f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})", len(raw))
+                continue
+            try:
+                doc = record_to_doc(json.loads(line))
+            except RecursionError:
+                yield BadLine(str(path), n, "JSON nested too deeply", len(raw))
+                continue
+            except ValueError as e:  # json.JSONDecodeError and over-long integers are ValueErrors too
+                yield BadLine(str(path), n, str(e).splitlines()[0][:200], len(raw))
+                continue
+            doc.path, doc.line, doc.size = str(path), n, len(raw)
+            yield doc
 
 
 def iter_corpus(path: str | os.PathLike) -> Iterator[SourceDoc | BadLine]:
@@ -83,9 +129,19 @@ def iter_corpus(path: str | os.PathLike) -> Iterator[SourceDoc | BadLine]:
             try:
                 text = f.read_text(encoding="utf-8")
             except UnicodeDecodeError as e:
-                yield BadLine(str(f), 0, f"not UTF-8 text ({e.reason})")
+                yield BadLine(str(f), 0, f"not UTF-8 text ({e.reason})", f.stat().st_size)
                 continue
             if text.strip():
-                yield SourceDoc(id=rel, title=f.stem, text=text, metadata={"path": rel})
+                yield SourceDoc(id=rel, title=f.stem, text=text, metadata={"path": rel}, path=str(f), size=f.stat().st_size)
             else:
-                yield BadLine(str(f), 0, "empty file")
+                yield BadLine(str(f), 0, "empty file", f.stat().st_size)
+
+
+def corpus_bytes(path: str | os.PathLike) -> int:
+    """Bytes :func:`iter_corpus` reads from ``path`` (what a progress bar counts to)."""
+    p = Path(path)
+    if p.is_file():
+        return p.stat().st_size
+    if not p.is_dir():
+        return 0
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file() and f.suffix in (".jsonl", *TEXT_SUFFIXES))
