@@ -149,3 +149,31 @@ def test_node_errors_are_wrapped_and_ours_and_interrupts_pass_through():
     g.invoke(Command(resume=10), cfg)
     state = g.get_state(cfg).values
     assert state["x"] == 13 and state["seen"] == [3] and calls == ["add", "ask", "ask"]
+
+
+@pytest.mark.parametrize("name", names())
+def test_graph_shapes_are_what_contributing_says(name):
+    """CONTRIBUTING.md's claims about every graph's ends: a method that prompts its documents starts
+    with the shared open-domain ``retrieve`` (graphs/retrieval.py); one whose documents are a corpus
+    (``documents_are_a_corpus``: SQuAI, RAG, ODMDS) starts with a node of its own; ``cite``
+    starts by splitting its text. Every graph but ``cite`` (which checks its text there and then
+    rewrites) ends with the shared attribution stage."""
+    from citegraph.graphs.registry import entry
+    from citegraph.nodes.attribution import attribution
+    from citegraph.nodes.retrieve import retrieve
+
+    g = build_graph(name)
+    edges = {(e.source, e.target) for e in g.get_graph().edges}
+    first = {t for s, t in edges if s == START}
+    last = {s for s, t in edges if t == END}
+    shared_retrieve = g.builder.nodes.get("retrieve") is not None and \
+        getattr(g.builder.nodes["retrieve"].runnable, "func", None).__wrapped__ is retrieve
+    if name == "cite":
+        assert first == {"split"} and last == {"rewrite"}
+        return
+    assert last == {"attribution"}, name
+    assert g.builder.nodes["attribution"].runnable.func.__wrapped__ is attribution
+    if getattr(entry(name).context_class(), "documents_are_a_corpus", False):
+        assert not shared_retrieve and len(first) == 1, name
+    else:
+        assert first == {"retrieve"} and shared_retrieve, name
