@@ -9,20 +9,24 @@ from citegraph.cli.common import add_checkpoint_arg, add_model_args, context_fro
 from citegraph.errors import InputError
 
 
+#: the events any run may send, whatever the method (a node finished, verifier batches, an index build)
+SHARED_EVENTS = {
+    "node": lambda ev: f"finished {ev.get('node')}",
+    "verifier_batch": lambda ev: f"verifier {ev.get('verifier')}: {ev.get('done')}/{ev.get('total')}",
+    "index_build": lambda ev: f"indexing: {ev.get('docs_seen')} documents read, {ev.get('chunks_added')} chunks added",
+}
+
+
 def describe_event(ev: dict, method=None) -> str:
     """One line for a progress event (the same events Studio shows under the custom stream mode): the
     method's own words for its events (``method``: its registry entry, ``describe_event``), else ours
-    for the events every run may send."""
+    for the events every run may send, else its fields as key=value."""
     line = method.describe_event(ev) if method is not None else None
     if line is not None:
         return line
     kind = ev.get("event")
-    if kind == "node":
-        return f"finished {ev.get('node')}"
-    if kind == "verifier_batch":
-        return f"verifier {ev.get('verifier')}: {ev.get('done')}/{ev.get('total')}"
-    if kind == "index_build":
-        return f"indexing: {ev.get('docs_seen')} documents read, {ev.get('chunks_added')} chunks added"
+    if kind in SHARED_EVENTS:
+        return SHARED_EVENTS[kind](ev)
     rest = ", ".join(f"{k}={v}" for k, v in ev.items() if k != "event")
     return f"{kind}: {rest}" if rest else str(kind)
 

@@ -42,18 +42,17 @@ class GraphEntry:
             raise InputError(f"unknown setting(s) for {self.name}: {', '.join(bad)}; known: {', '.join(sorted(known))}")
         return self.context_class()(**overrides)
 
-    def _display(self, name: str):
-        return getattr(importlib.import_module(self.display), name, None) if self.display else None
+    def _display(self, name: str, arg: Any) -> Any:
+        fn = getattr(importlib.import_module(self.display), name, None) if self.display else None
+        return fn(arg) if fn else None
 
     def describe_event(self, ev: dict) -> str | None:
         """One line for a progress event of this method's nodes; None when it has no words for it."""
-        fn = self._display("describe_event")
-        return fn(ev) if fn else None
+        return self._display("describe_event", ev)
 
     def trace_view(self, metadata: dict) -> dict | None:
         """What ``citegraph show`` renders of this method's trace; None: a key/value table of it."""
-        fn = self._display("trace_view")
-        return fn(metadata) if fn else None
+        return self._display("trace_view", metadata)
 
 
 GRAPHS: dict[str, GraphEntry] = {
