@@ -163,19 +163,19 @@ def test_citation_metrics_under_the_table16_judge(scripted):
 def test_presets_are_per_method_overrides_that_set_wins():
     from types import SimpleNamespace
 
-    from citegraph.cli.common import method_context
+    from citegraph.cli.common import context_from_args
     from citegraph.graphs.presets import preset_overrides
 
     assert preset_overrides("eli5", "raac") == {"top_docs": 5, "k": 5, "tau": 0.8, "max_calibration_rounds": 2}
     assert preset_overrides("asqa", "raac")["max_calibration_rounds"] == 1
     assert preset_overrides("ELI5", "vanilla") == {} and preset_overrides(None, "raac") == {}
     args = SimpleNamespace(preset="eli5", set=None, llm=None, verifier=None)
-    assert method_context("raac", args).max_calibration_rounds == 2
-    assert method_context("raac", SimpleNamespace(preset=None, set=None)).max_calibration_rounds == 1  # no silent switch
+    assert context_from_args("raac", args).max_calibration_rounds == 2
+    assert context_from_args("raac", SimpleNamespace(preset=None, set=None)).max_calibration_rounds == 1  # no silent switch
     args = SimpleNamespace(preset="eli5", set=["max_calibration_rounds=3"], llm=None, verifier=None)
-    assert method_context("raac", args).max_calibration_rounds == 3  # --set wins
+    assert context_from_args("raac", args).max_calibration_rounds == 3  # --set wins
     args = SimpleNamespace(preset="asqa", set=None, llm=None, verifier=None)
-    assert method_context("genprog", args).relevance_filter is True
+    assert context_from_args("genprog", args).relevance_filter is True
 
 
 @pytest.mark.parametrize("argv", [

@@ -270,7 +270,9 @@ def test_traces_genprog_raac_and_unknown_methods(outputs):
     v, g = outputs
     page = build_page([g], verifier=None)
     tr = cell(page).trace
-    assert tr["kind"] == "genprog" and [b["sids"] for b in tr["bullets"]] == [["S2"], ["S4", "S5"]]
+    bullets = next(b["table"] for b in tr["blocks"] if "table" in b)
+    assert tr["summary"] == "GenerationPrograms program (2 bullets)"
+    assert [row[2] for row in bullets["rows"]] == [["S2"], ["S4", "S5"]]
     html = render_page(page)
     assert "GenerationPrograms program (2 bullets)" in html and "fusion(S4, S5)" in html
     # a RAAC summary and a method this page does not know (e.g. SQuAI), both from the record alone
@@ -456,12 +458,21 @@ def test_malformed_or_partial_traces_never_break_the_page():
     from citegraph.eval.views import trace_view
 
     partial = trace_view("raac", {"trace": {"method": "raac", "rounds": [{"round": 1, "scores": {"length": 2}}]}})
-    assert partial["kind"] == "raac" and partial["validations"] == [] and partial["rounds"][0]["total"] is None
-    assert trace_view("raac", {"trace": {"method": "raac", "rounds": "oops"}})["kind"] == "generic"
-    assert trace_view("genprog", {"trace": {"bullets": [{"sids": "S1"}]}})["kind"] == "generic"
-    assert trace_view("genprog", {"program": "- extract(S1)"})["kind"] == "genprog"
-    assert trace_view("vanilla", {}) is None
-    # and the page renders them (every column the template reads has its default)
+    rounds = partial["blocks"][0]["table"]
+    assert partial["summary"].startswith("RAAC trace: 1 TextAgent round(s), 0 validation(s)")
+    assert rounds["rows"] == [[0, 1, "", "", "", "", 2, "", "", None, []]]  # every missing column has its default
+    assert not any("table" in b and b["table"]["columns"][1]["label"] == "sentence" for b in partial["blocks"])
+    generic = {"summary": "Trace summary", "blocks": [{"data": {"method": "raac", "rounds": "oops"}}]}
+    assert trace_view("raac", {"trace": {"method": "raac", "rounds": "oops"}}) == generic
+    assert trace_view("genprog", {"trace": {"bullets": [{"sids": "S1"}]}})["blocks"] == [{"data": {"bullets": [{"sids": "S1"}]}}]
+    legacy = trace_view("genprog", {"program": "- extract(S1)"})
+    assert legacy["summary"] == "GenerationPrograms program (0 bullets)" and legacy["blocks"] == [{"pre": "- extract(S1)"}]
+    assert trace_view("raac", {"raac": {"rounds": 2}}) == {"summary": "Trace summary", "blocks": [{"data": {"rounds": 2}}]}
+    assert trace_view("vanilla", {}) is None and trace_view("unknown-method", {}) is None
+    # a trace names its own method: a genprog-posthoc trace in a file whose method is not known
+    assert trace_view("unknown", {"trace": {"method": "genprog-posthoc", "program": "- x(S1)"}})["summary"].startswith(
+        "GenerationPrograms program")
+    # and the page renders them
     from citegraph.eval.views import FileView, ItemView, Page, Row
 
     it = ItemView(id="i", question="Q?", method="raac", sentences=[], docs=[], usage={}, metrics=None,
@@ -470,6 +481,30 @@ def test_malformed_or_partial_traces_never_break_the_page():
                  cost={}, metrics=None, score_file=None, score_verifier=None, items=[it])
     html = render_page(Page(files=[f], rows=[Row(0, "i", "Q?", [it])], page_size=20, verifier=None, threshold=None, top=2))
     assert "RAAC trace: 1 TextAgent round(s), 0 validation(s)" in html and "The method returned no answer." in html
+    assert '<th title="completeness">compl.</th>' in html
+
+
+def test_the_shared_rooms_hold_no_method_names():
+    """Issue #36: a method's progress lines and trace view live in its own modules (nodes/<method>/display.py,
+    found through its registry entry); the CLI, the view and its template name no method."""
+    import re
+
+    from citegraph.graphs.registry import GRAPHS
+
+    root = Path(__file__).resolve().parents[1] / "citegraph"
+    words = re.compile(r"\b(raac|genprog|squai|ginger|odmds|GenerationPrograms|SQuAI|GINGER)\b", re.I)
+    shared = [root / "eval" / "views.py", root / "eval" / "templates" / "show.html.j2", root / "cli" / "ask.py",
+              root / "cli" / "common.py", root / "nodes" / "display.py"]
+    for path in shared:
+        # RAAC's citation F1 is a metric (nodes/metrics.py) the page shows, not the method
+        text = path.read_text(encoding="utf-8").replace('"raac_f1": "RAAC cit. F1"', "")
+        assert not words.search(text), f"{path.name} names a method: {words.search(text).group(0)}"
+    for name, e in GRAPHS.items():
+        if e.display:
+            import importlib
+
+            mod = importlib.import_module(e.display)
+            assert callable(getattr(mod, "describe_event", None)), name
 
 
 def test_support_status_of_the_attribution_stage_is_shown(tmp_path, scripted):

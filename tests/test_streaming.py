@@ -76,6 +76,7 @@ def test_emit_outside_a_run_is_a_no_op():
 def test_answer_item_reports_nodes_and_custom_events(scripted):
     from citegraph.cli.ask import describe_event
     from citegraph.eval.datasets import Item
+    from citegraph.graphs.registry import entry
     from citegraph.eval.runner import answer_item
 
     router = Router(gen=["Alpha was founded in 1901 [1]."], feedback=[fb(3)])
@@ -88,8 +89,12 @@ def test_answer_item_reports_nodes_and_custom_events(scripted):
     assert usage["llm_calls"] >= 2
     nodes = [e["node"] for e in seen if e["event"] == "node"]
     assert nodes[:2] == ["retrieve", "prepare"] and nodes[-2:] == ["finalize", "attribution"] and "feedback" in nodes
-    line = describe_event(next(e for e in seen if e["event"] == "raac_round"))
+    raac = entry("raac")
+    line = describe_event(next(e for e in seen if e["event"] == "raac_round"), raac)
     assert line.startswith("RAAC round 1/3: feedback total 18") and "max score" in line
+    # an event the method has no words for reads the shared way; without the entry, a key=value line
+    assert describe_event({"event": "node", "node": "x"}, raac) == "finished x"
+    assert describe_event({"event": "raac_round", "round": 1}) == "raac_round: round=1"
 
 
 @pytest.mark.slow

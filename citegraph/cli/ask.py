@@ -5,40 +5,35 @@ from __future__ import annotations
 import json
 import time
 
-from citegraph.cli.common import add_checkpoint_arg, add_model_args, method_context, open_checkpoint_arg, print_answer
+from citegraph.cli.common import add_checkpoint_arg, add_model_args, context_from_args, open_checkpoint_arg, print_answer
 from citegraph.errors import InputError
 
 
-def describe_event(ev: dict) -> str:
-    """One line for a progress event (the same events Studio shows under the custom stream mode)."""
+#: the events any run may send, whatever the method (a node finished, verifier batches, an index build)
+SHARED_EVENTS = {
+    "node": lambda ev: f"finished {ev.get('node')}",
+    "verifier_batch": lambda ev: f"verifier {ev.get('verifier')}: {ev.get('done')}/{ev.get('total')}",
+    "index_build": lambda ev: f"indexing: {ev.get('docs_seen')} documents read, {ev.get('chunks_added')} chunks added",
+}
+
+
+def describe_event(ev: dict, method=None) -> str:
+    """One line for a progress event (the same events Studio shows under the custom stream mode): the
+    method's own words for its events (``method``: its registry entry, ``describe_event``), else ours
+    for the events every run may send, else its fields as key=value."""
+    line = method.describe_event(ev) if method is not None else None
+    if line is not None:
+        return line
     kind = ev.get("event")
-    if kind == "node":
-        return f"finished {ev.get('node')}"
-    if kind == "raac_round":
-        total = ev.get("total")
-        return (f"RAAC round {ev.get('round')}/{ev.get('of')}: feedback total {total if total is not None else 'n/a'}"
-                + (f" (stop: {ev['stop']})" if ev.get("stop") else ""))
-    if kind == "raac_calibration":
-        return f"RAAC calibration {ev.get('calibration_round')}: {ev.get('decision')} -> {ev.get('next')}"
-    if kind == "verifier_batch":
-        return f"verifier {ev.get('verifier')}: {ev.get('done')}/{ev.get('total')}"
-    if kind == "squai_decompose":
-        return f"SQuAI: {len(ev.get('sub_questions') or [])} sub-question(s)"
-    if kind == "squai_retrieve":
-        return f"SQuAI sub-question {ev.get('sub_q')}: {ev.get('retrieved')} documents retrieved"
-    if kind == "squai_judge":
-        score = ev.get("rel_score")
-        return f"SQuAI judge, sub-question {ev.get('sub_q')} doc {ev.get('rank')}: RelScore {'n/a' if score is None else f'{score:.2f}'}"
-    if kind == "index_build":
-        return f"indexing: {ev.get('docs_seen')} documents read, {ev.get('chunks_added')} chunks added"
-    if kind == "genprog_module":
-        return f"GenerationPrograms tree {ev.get('tree')}: module {ev.get('module')}/{ev.get('of')} ({ev.get('fn')})"
+    if kind in SHARED_EVENTS:
+        return SHARED_EVENTS[kind](ev)
     rest = ", ".join(f"{k}={v}" for k, v in ev.items() if k != "event")
     return f"{kind}: {rest}" if rest else str(kind)
 
 
-def _answer_with_progress(graph, item, ctx, method: str, thread: str | None = None):
-    """Run the graph with a one-line status on stderr that follows its progress events."""
+def _answer_with_progress(graph, item, ctx, method, thread: str | None = None):
+    """Run the graph with a one-line status on stderr that follows its progress events (``method``:
+    the registry entry)."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -48,9 +43,9 @@ def _answer_with_progress(graph, item, ctx, method: str, thread: str | None = No
     if not console.is_terminal:  # piped or captured: no spinner, no noise
         return answer_item(graph, item, ctx, thread=thread)
     t0 = time.perf_counter()
-    with console.status(f"{method}: starting", spinner="dots") as status:
+    with console.status(f"{method.name}: starting", spinner="dots") as status:
         def on_event(ev: dict) -> None:
-            status.update(f"{escape(method)} · {time.perf_counter() - t0:.0f}s · {escape(describe_event(ev))}")
+            status.update(f"{escape(method.name)} · {time.perf_counter() - t0:.0f}s · {escape(describe_event(ev, method))}")
 
         return answer_item(graph, item, ctx, on_event=on_event, thread=thread)
 
@@ -74,16 +69,17 @@ def _text_arg(value: str | None, path: str | None, flag: str) -> str | None:
     return value
 
 
-def _answer_input(args) -> dict:
-    """The answer a method attributes (``genprog-posthoc``: ``answer_text``) from ``--answer`` /
+def _answer_input(args, method) -> dict:
+    """The answer a method attributes (its entry's ``answer_input``) from ``--answer`` /
     ``--answer-file``; refused for a method that reads none, required for one that does."""
-    from citegraph.graphs.registry import entry
+    from citegraph.graphs.registry import answer_methods
 
     text = _text_arg(args.answer, args.answer_file, "answer")
-    key = entry(args.method).answer_input
+    key = method.answer_input
     if key is None:
         if text is not None:
-            raise InputError(f"--answer: {args.method} writes its own answer (only genprog-posthoc attributes a given one)")
+            raise InputError(f"--answer: {args.method} writes its own answer (only {', '.join(answer_methods())} "
+                             "attribute a given one)")
         return {}
     if text is None or not text.strip():
         raise InputError(f"{args.method} attributes an existing answer: give it with --answer TEXT or --answer-file FILE")
@@ -92,11 +88,12 @@ def _answer_input(args) -> dict:
 
 def cmd_ask(args) -> int:
     from citegraph.eval.datasets import Item, bundled_example, check_question, load_documents
-    from citegraph.graphs.registry import build_graph
+    from citegraph.graphs.registry import entry
 
+    method = entry(args.method)  # resolved once, passed along
     question = _text_arg(args.question, args.question_file, "question")
     where = "--question-file" if args.question_file else "--question"
-    inputs = _answer_input(args)
+    inputs = _answer_input(args, method)
     if args.example:
         item = bundled_example()
         if question:
@@ -109,16 +106,16 @@ def cmd_ask(args) -> int:
         question = check_question(question, where)
         item = Item(id="ask", question=question, documents=load_documents(args.docs) if args.docs else [])
     item.inputs.update(inputs)
-    ctx = method_context(args.method, args, **_retrieval_overrides(args))
+    ctx = context_from_args(method, args, **_retrieval_overrides(args))
     saver = open_checkpoint_arg(args)
-    graph = build_graph(args.method, checkpointer=saver)
+    graph = method.build(checkpointer=saver)
     thread = None
     if saver is not None:
         from citegraph.eval.runner import thread_id
 
         thread = thread_id(args.method, item, ctx)
     t0 = time.perf_counter()
-    ans, usage = _answer_with_progress(graph, item, ctx, args.method, thread)
+    ans, usage = _answer_with_progress(graph, item, ctx, method, thread)
     if args.json:
         print(json.dumps(ans.model_dump(mode="json"), ensure_ascii=False, indent=1))
     else:
@@ -150,7 +147,7 @@ def _retrieval_overrides(args) -> dict:
 
 
 def register(sub) -> None:
-    from citegraph.graphs.registry import names
+    from citegraph.graphs.registry import answer_methods, names
 
     p = sub.add_parser("ask", help="answer one question from a documents file")
     p.add_argument("method", choices=names())
@@ -164,8 +161,9 @@ def register(sub) -> None:
     p.add_argument("--mode", choices=["bm25", "dense", "hybrid", "rrf"], default=None, help="with --index: retrieval mode (default hybrid)")
     p.add_argument("--alpha", type=float, default=None, help="with --index, hybrid: weight of the dense score (default 0.5)")
     p.add_argument("--answer", default=None, metavar="TEXT",
-                   help="genprog-posthoc: the answer to attribute ('-': read it from stdin)")
-    p.add_argument("--answer-file", default=None, metavar="FILE", help="genprog-posthoc: read the answer to attribute from a file")
+                   help=f"{', '.join(answer_methods())}: the answer to attribute ('-': read it from stdin)")
+    p.add_argument("--answer-file", default=None, metavar="FILE",
+                   help=f"{', '.join(answer_methods())}: read the answer to attribute from a file")
     p.add_argument("--json", action="store_true", help="print the AttributedAnswer as JSON")
     add_model_args(p)
     add_checkpoint_arg(p)

@@ -46,6 +46,8 @@ def cmd_bench(args) -> int:
 
 
 def register(subparsers) -> None:
+    from citegraph.graphs.registry import answer_methods
+
     p = subparsers.add_parser("bench", help="run, score and compare methods; writes a report folder (resumable)")
     p.add_argument("--methods", required=True, help="comma-separated, e.g. vanilla,summ,snippet,rerank; a variant adds its own settings: "
                    "genprog:refine=true, raac:use_calibration=false")
@@ -66,7 +68,7 @@ def register(subparsers) -> None:
     p.add_argument("--concurrency", type=int, default=1, help="items in flight at once per method (1 keeps local-model runs reproducible item by item)")
     p.add_argument("--overwrite", action="store_true", help="discard existing raw outputs instead of resuming")
     p.add_argument("--answer-field", default=None, metavar="FIELD",
-                   help="genprog-posthoc: the item field holding the answer to attribute (e.g. output)")
+                   help=f"{', '.join(answer_methods())}: the item field holding the answer to attribute (e.g. output)")
     add_failure_args(p)
     add_checkpoint_arg(p)
     add_workers_args(p)

@@ -16,7 +16,7 @@ import json
 import sys
 import time
 
-from citegraph.cli.common import add_failure_args, method_context, print_answer
+from citegraph.cli.common import add_failure_args, context_from_args, print_answer
 from citegraph.errors import InputError
 
 
@@ -42,7 +42,7 @@ def _read_text(path: str) -> str:
 def cmd_cite(args) -> int:
     from citegraph.eval.datasets import Item, load_documents
     from citegraph.eval.runner import answer_item
-    from citegraph.graphs.registry import build_graph
+    from citegraph.graphs.registry import entry
     from citegraph.tools.verifier import get_verifier
 
     if bool(args.docs) == bool(args.index):
@@ -61,14 +61,15 @@ def cmd_cite(args) -> int:
             extra["top_k"] = args.k
     if args.rewrite:
         extra["rewrite"] = True
-    ctx = method_context("cite", args, **extra)
+    cite = entry("cite")
+    ctx = context_from_args(cite, args, **extra)
     try:
         get_verifier(ctx.verifier)  # an unknown verifier spec fails here, before any work
     except ValueError as e:
         raise InputError(str(e)) from None
     item = Item(id="cite", question=args.question or "", documents=docs, inputs={"answer_text": text})
     t0 = time.perf_counter()
-    ans, usage = answer_item(build_graph("cite"), item, ctx)
+    ans, usage = answer_item(cite.build(), item, ctx)
     if args.json:
         print(json.dumps(ans.model_dump(mode="json"), ensure_ascii=False, indent=1))
         return 0

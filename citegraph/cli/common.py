@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
 from typing import Any, Sequence
 
 from citegraph.errors import InputError
@@ -25,21 +24,14 @@ def parse_set(pairs: Sequence[str] | None) -> dict[str, Any]:
     return out
 
 
-def method_context(method: str, args, **extra: Any) -> Any:
-    """The method's Context from ``--preset``, then ``--set``, plus ``--llm`` / ``--verifier`` where the
-    method has them (``extra``: settings a subcommand's own flags give, e.g. ``ask --index``; ``--set``
-    wins over both, a subcommand's flags over the preset)."""
-    from citegraph.graphs.presets import preset_overrides
-    from citegraph.graphs.registry import context_class, make_context
+def context_from_args(method: Any, args, **extra: Any) -> Any:
+    """The method's Context (``method``: a name or its registry entry) from ``--preset``, ``extra``
+    (settings a subcommand's own flags give, e.g. ``ask --index``), ``--set`` (wins over both), and
+    ``--llm`` / ``--verifier`` where the method has them (:func:`citegraph.graphs.registry.method_context`)."""
+    from citegraph.graphs.registry import method_context
 
-    overrides = {**preset_overrides(getattr(args, "preset", None), method), **extra,
-                 **parse_set(getattr(args, "set", None))}
-    names = {f.name for f in fields(context_class(method))}
-    for key in ("llm", "verifier"):
-        val = getattr(args, key, None)
-        if val and key in names:
-            overrides[key] = val
-    return make_context(method, **overrides)
+    return method_context(method, {**extra, **parse_set(getattr(args, "set", None))}, preset=getattr(args, "preset", None),
+                          llm=getattr(args, "llm", None), verifier=getattr(args, "verifier", None))
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 
-def method_inputs(name: str) -> str:
-    """What a method's input takes, in words (the registry and the Context say it, no graph is built)."""
-    from citegraph.graphs.registry import context_class, entry
+def method_inputs(method) -> str:
+    """What a method's input takes, in words (the registry and the Context say it, no graph is built);
+    ``method``: a name or its registry entry."""
+    from citegraph.graphs.registry import GraphEntry, entry
 
-    e, cls = entry(name), context_class(name)
+    e = method if isinstance(method, GraphEntry) else entry(method)
+    cls = e.context_class()
     docs = ("documents to retrieve among, or the corpus knob" if getattr(cls, "documents_are_a_corpus", False)
             else "documents, or the corpus knob")
     return f"question; {docs}" + (f"; {e.answer_input} (the answer to attribute)" if e.answer_input else "")
@@ -21,17 +23,16 @@ def _console():
     return console if console.is_terminal else Console(width=max(console.width, 160))
 
 
-def _knob_table(name: str, title: str | None = None):
+def _knob_table(e, title: str | None = None):
+    """``e``: the method's registry entry."""
     from rich.markup import escape
     from rich.table import Table
-
-    from citegraph.graphs.registry import context_class
 
     t = Table(title=escape(title) if title else None, title_justify="left", show_header=True)
     t.add_column("Context knob", no_wrap=True)
     t.add_column("default", overflow="fold")
     t.add_column("description", overflow="fold")
-    for n, default, desc in context_class(name).describe():
+    for n, default, desc in e.context_class().describe():
         # escaped: "[n]" and "[>= 1]" are text here, not rich markup
         t.add_row(n, escape(repr(default)), escape(desc))
     return t
@@ -71,21 +72,21 @@ def cmd_graphs(args) -> int:
     if args.method:
         e = entry(args.method)
         console.print(f"[bold]{escape(e.name)}[/bold] — {escape(e.summary)}")
-        console.print(f"[bold]inputs:[/bold] {escape(method_inputs(e.name))}")
+        console.print(f"[bold]inputs:[/bold] {escape(method_inputs(e))}")
         console.print("[bold]output:[/bold] answer (AttributedAnswer: cited sentences into the documents)")
-        console.print(_knob_table(e.name))
+        console.print(_knob_table(e))
         presets = _presets_table(e.name)
         if presets is not None:
             console.print(presets)
         return 0
     if args.knobs:
         for name, e in GRAPHS.items():
-            console.print(_knob_table(name, f"{name} — {e.summary}"))
+            console.print(_knob_table(e, f"{name} — {e.summary}"))
         console.print(_presets_table())
         return 0
     if not console.is_terminal:  # piped: one line per method, nothing cut (the reader's terminal wraps it)
         for name, e in GRAPHS.items():
-            print(f"{name:<16} {e.summary} [inputs: {method_inputs(name)}]")
+            print(f"{name:<16} {e.summary} [inputs: {method_inputs(e)}]")
         print("\n`citegraph graphs METHOD`: a method's knobs and presets; `citegraph graphs --knobs`: every method's")
         return 0
     t = Table(show_header=True, title="methods (`citegraph graphs METHOD`: its knobs; `--knobs`: every method's)",
@@ -94,7 +95,7 @@ def cmd_graphs(args) -> int:
     t.add_column("purpose", overflow="fold")
     t.add_column("inputs", overflow="fold")
     for name, e in GRAPHS.items():
-        t.add_row(escape(name), escape(e.summary), escape(method_inputs(name)))
+        t.add_row(escape(name), escape(e.summary), escape(method_inputs(e)))
     console.print(t)
     return 0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import (add_checkpoint_arg, add_model_args, add_workers_args, method_context,
+from citegraph.cli.common import (add_checkpoint_arg, add_model_args, add_workers_args, context_from_args,
                                   open_checkpoint_arg, preset_args, run_summary_line, workers_args)
 from citegraph.errors import InputError
 
@@ -16,18 +16,20 @@ def cmd_run(args) -> int:
 
     from citegraph.eval.datasets import attach_answers, check_answer_field, check_output_path, load_items
     from citegraph.eval.runner import run_dataset
+    from citegraph.graphs.registry import entry
 
     if args.limit is not None and args.limit < 1:
         raise InputError("--limit must be at least 1")
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
-    check_answer_field([args.method], args.answer_field)
+    method = entry(args.method)  # resolved once, passed along
+    check_answer_field([method], args.answer_field)
     check_output_path(args.output)
     open_checkpoint_arg(args)  # an unknown scheme, bad path or unreachable database stops here
     items = load_items(args.input, limit=args.limit)
     if args.answer_field:
         items = attach_answers(items, args.answer_field)
-    ctx = method_context(args.method, args)
+    ctx = context_from_args(method, args)
     if args.verifier:  # a bad spec stops here, before the first item, not inside every item
         from citegraph.nodes.metrics import resolve_verifier
 
@@ -55,7 +57,7 @@ def cmd_run(args) -> int:
 
     try:
         stats = run_dataset(
-            args.method, items, args.output, ctx, concurrency=args.concurrency,
+            method, items, args.output, ctx, concurrency=args.concurrency,
             overwrite=args.overwrite, progress=progress, on_error=on_error,
             extra_args={"input": os.path.abspath(args.input), "limit": args.limit, **preset_args(args.method, args)},
             checkpoint=args.checkpoint, **workers,
@@ -68,7 +70,7 @@ def cmd_run(args) -> int:
 
 
 def register(sub) -> None:
-    from citegraph.graphs.registry import names
+    from citegraph.graphs.registry import answer_methods, names
 
     p = sub.add_parser("run", help="run a method over a dataset (resumable)")
     p.add_argument("method", choices=names())
@@ -78,7 +80,7 @@ def register(sub) -> None:
     p.add_argument("--concurrency", type=int, default=1, help="items in flight at once (1 keeps local-model runs reproducible item by item)")
     p.add_argument("--overwrite", action="store_true", help="discard an existing output instead of resuming")
     p.add_argument("--answer-field", default=None, metavar="FIELD",
-                   help="genprog-posthoc: the item field holding the answer to attribute (e.g. output)")
+                   help=f"{', '.join(answer_methods())}: the item field holding the answer to attribute (e.g. output)")
     add_model_args(p)
     add_checkpoint_arg(p)
     add_workers_args(p)

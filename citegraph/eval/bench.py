@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 from citegraph.errors import InputError
 from citegraph.eval import scoring
 from citegraph.eval.provenance import provenance, summarize_records
+from citegraph.graphs.registry import method_context
 from citegraph.state.base import CliText
 
 # (key, header) of the report's columns, in order; absent metrics are skipped
@@ -45,19 +46,6 @@ EXTRA_SAVE_EVERY = 1
 def verifier_slug(spec: str) -> str:
     """A file-name-safe form of a verifier spec: ``llm-judge:local:table16`` → ``llm-judge_local_table16``."""
     return re.sub(r"[^A-Za-z0-9.-]+", "_", spec).strip("_") or "verifier"
-
-
-def method_context(method: str, *, llm: str | None, verifier: str | None, overrides: dict[str, Any]):
-    """The method's Context with the shared models and the overrides it knows."""
-    from citegraph.graphs.registry import context_class, make_context
-
-    known = {f.name for f in fields(context_class(method))}
-    kw = {k: v for k, v in overrides.items() if k in known}
-    if llm:
-        kw["llm"] = llm
-    if verifier and "verifier" in known:
-        kw["verifier"] = verifier
-    return make_context(method, **kw)
 
 
 _VARIANT_SPLIT = re.compile(r":(?=\s*[A-Za-z_]\w*\s*=)")
@@ -229,7 +217,7 @@ def run_bench(
     PostgreSQL database (``run_dataset``); each worker scores and reports the whole job."""
     from citegraph.eval.datasets import attach_answers, check_answer_field, load_items
     from citegraph.eval.runner import run_dataset
-    from citegraph.graphs.registry import context_class, entry
+    from citegraph.graphs.registry import entry
 
     methods = [m.strip() for m in methods if m.strip()]
     if not methods:
@@ -238,9 +226,10 @@ def run_bench(
         raise InputError("--methods lists a method twice")
     base: dict[str, str] = {}
     own: dict[str, dict[str, Any]] = {}
+    entries = {}  # each variant's registry entry, resolved once
     for m in methods:
         base[m], own[m] = parse_method(m)
-        entry(base[m])  # unknown method → InputError
+        entries[m] = entry(base[m])  # unknown method → InputError
         if any(c in m for c in '/\\'):
             raise InputError(f"method variant {m!r}: '/' and '\\' are not allowed (the label names a file)")
     if limit is not None and limit < 1:
@@ -251,16 +240,16 @@ def run_bench(
     preset_name = get_preset(preset).name if preset else None  # unknown preset → InputError, before any work
     contexts = {}
     for m in methods:
-        known = {f.name for f in fields(context_class(base[m]))}
-        bad = sorted(set(own[m]) - known)
+        bad = sorted(set(own[m]) - entries[m].knob_names())
         if bad:
             raise InputError(f"method variant {m!r}: {base[m]} has no setting {', '.join(bad)}")
-        contexts[m] = method_context(base[m], llm=llm, verifier=verifier,
-                                     overrides={**preset_overrides(preset_name, base[m]), **overrides, **own[m]})
+        # --set applies to every method that has the knob; a variant's own settings must all be known (above)
+        contexts[m] = method_context(entries[m], overrides={**overrides, **own[m]}, preset=preset_name, llm=llm,
+                                     verifier=verifier, only_known=True)
     unused = [k for k in overrides if not any(k in {f.name for f in fields(c)} for c in contexts.values())]
     if unused:
         raise InputError(f"--set {', '.join(unused)}: no selected method has such a setting")
-    check_answer_field([base[m] for m in methods], answer_field)
+    check_answer_field(list(entries.values()), answer_field)
     items = load_items(data, limit=limit)
     from citegraph.nodes.metrics import resolve_verifier
 
@@ -284,9 +273,9 @@ def run_bench(
     for m in methods:
         raw = out / "raw" / f"{m}.json"
         t0 = time.perf_counter()
-        m_items = attach_answers(items, answer_field) if entry(base[m]).answer_input else items
+        m_items = attach_answers(items, answer_field) if entries[m].answer_input else items
         runs[m] = run_dataset(
-            base[m], m_items, raw, contexts[m], concurrency=concurrency, overwrite=overwrite,
+            entries[m], m_items, raw, contexts[m], concurrency=concurrency, overwrite=overwrite,
             progress=(lambda d, t, m=m: progress(m, d, t)) if progress else None,
             on_error=(lambda it, e, m=m: on_error(m, it, e)) if on_error else None,
             extra_args={"input": str(Path(data).resolve()), "limit": limit, "variant": m,

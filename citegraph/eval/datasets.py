@@ -23,20 +23,23 @@ class Item:
     question: str
     documents: list[Document]
     raw: dict[str, Any] = field(default_factory=dict)
-    inputs: dict[str, Any] = field(default_factory=dict)  # further graph inputs (genprog-posthoc: answer_text)
+    inputs: dict[str, Any] = field(default_factory=dict)  # further graph inputs (an answer to attribute: answer_text)
 
 
 def check_answer_field(methods, answer_field: str | None) -> None:
-    """Methods that attribute an existing answer (genprog-posthoc) need ``--answer-field``; the
-    others must not be given one (it would be silently ignored)."""
-    from citegraph.graphs.registry import entry
+    """Methods that attribute an existing answer (their registry entry's ``answer_input``) need
+    ``--answer-field``; the others must not be given one (it would be silently ignored). ``methods``:
+    names or registry entries."""
+    from citegraph.graphs.registry import GraphEntry, answer_methods, entry
 
-    need = [m for m in methods if entry(m).answer_input]
+    entries = [m if isinstance(m, GraphEntry) else entry(m) for m in methods]
+    need = [e.name for e in entries if e.answer_input]
     if need and not answer_field:
         raise InputError(f"{', '.join(need)} attributes an existing answer: name the items' answer field with "
                          f"--answer-field (e.g. --answer-field output for an ALCE-style output file)")
     if answer_field and not need:
-        raise InputError(f"--answer-field: none of {', '.join(methods)} reads an answer (only genprog-posthoc does)")
+        raise InputError(f"--answer-field: none of {', '.join(e.name for e in entries)} reads an answer "
+                         f"(only {', '.join(answer_methods())} do)")
 
 
 def attach_answers(items: list[Item], answer_field: str, input_key: str = "answer_text") -> list[Item]:

@@ -30,7 +30,7 @@ from typing import Any, Callable
 from citegraph.errors import InputError, ModelError, ModelReplyError
 from citegraph.eval.datasets import Item
 from citegraph.eval.provenance import endpoint_url, provenance
-from citegraph.graphs.registry import build_graph
+from citegraph.graphs.registry import GraphEntry, entry
 from citegraph.state import AttributedAnswer
 from citegraph.tools import failures
 from citegraph.tools.checkpoints import open_checkpointer, redact
@@ -275,7 +275,7 @@ def make_record(item: Item, ans: AttributedAnswer, usage: dict, provenance: dict
 
 
 def run_dataset(
-    method: str,
+    method: str | GraphEntry,
     items: list[Item],
     output: str | Path,
     context,
@@ -308,6 +308,8 @@ def run_dataset(
 
     A run stopped by a model failure (or Ctrl-C) re-raises it with ``run_summary`` set: what the output
     kept and what never ran."""
+    method_entry = method if isinstance(method, GraphEntry) else entry(method)
+    method = method_entry.name
     from citegraph.eval import workqueue
 
     if workers_db and overwrite:
@@ -333,7 +335,7 @@ def run_dataset(
     replaced = writer.keep_matching(items, digests)
     done = writer.done()
     todo = [it for it in items if it.id not in done]
-    graph = build_graph(method, checkpointer=saver)
+    graph = method_entry.build(checkpointer=saver)
     prov = provenance(getattr(context, "llm", None), getattr(context, "verifier", None))
     counts = {"failed": 0, "empty": 0, "ran": 0}
     finished = len(items) - len(todo)

@@ -16,8 +16,8 @@ item id (else by question) and reduces each answer to what a reader needs to ver
   document's score alone -- ``verifier=None`` skips all scoring;
 * the method, models and verifier from the records' provenance, cost counters, the citation metrics
   of a ``<name>.score.json`` beside the file (``citegraph eval`` writes it), and the method's trace
-  summary (``answer.metadata["trace"]``, written by the method's final node; a method this module
-  does not know is shown as a key/value table).
+  summary (``answer.metadata["trace"]``, written by the method's final node) as the method's
+  ``nodes/<method>/display.py: trace_view`` shows it, else as a key/value table.
 
 :func:`render_page` turns the model into one self-contained HTML page (Jinja2 with autoescaping;
 inline CSS/JS, no network). Rows are rendered into inert ``<template>`` elements and the page
@@ -51,7 +51,6 @@ METRIC_LABELS = {
     "cited_or_flagged_pct": "Cited or flagged %",
     "flagged_pct": "Flagged unsupported %",
 }
-RAAC_ASPECTS = ("completeness", "objectivity", "specificity", "length", "citation_recall", "citation_precision")
 
 
 # --------------------------------------------------------------------------- the page model
@@ -252,51 +251,20 @@ def _usage(rec: dict) -> dict[str, Any]:
 
 
 def trace_view(method: str, metadata: dict[str, Any]) -> dict[str, Any] | None:
-    """What the page shows of a method's trace: ``{"kind": "raac" | "genprog" | "generic", ...}``
-    from ``metadata["trace"]``; older GenerationPrograms records without one still show their
-    program. ``None`` when the record has no trace."""
+    """What the page shows of a method's trace (``metadata["trace"]``, else what an older record kept):
+    the method's own view (its registry entry's ``trace_view``, shaped as ``citegraph.nodes.display``
+    says: a summary line and blocks), else the trace as a key/value table; ``None`` when there is
+    nothing to show. The method is the trace's own ``method`` or the record's."""
+    from citegraph.graphs.registry import GRAPHS
+    from citegraph.nodes.display import generic_view
+
     trace = metadata.get("trace")
-    if not isinstance(trace, dict):
-        if isinstance(metadata.get("program"), str) and metadata["program"].strip():
-            return {"kind": "genprog", "program": metadata["program"], "bullets": [], "errors": []}
-        if isinstance(metadata.get("raac"), dict):
-            return {"kind": "generic", "data": metadata["raac"]}
-        return None
-    kind = trace.get("method") or method
-    if kind == "raac":
-        view = _rows(trace, {
-            "rounds": {"pass": 0, "round": None, "kind": "", "scores": {}, "total": None, "overruled": []},
-            "validations": {"pass": 0, "sentence": None, "cited": [], "kept": [], "dropped": []},
-            "discoveries": {"pass": 0, "sentence": None, "proposed": [], "kept": [], "verified": None},
-            "calibrations": {"pass": 0, "documents": [], "f1": None, "decision": "", "next": "", "reason": ""},
-        })
-        if view is not None and all(isinstance(r["scores"], dict) for r in view["rounds"]):
-            return {"kind": "raac", "aspects": RAAC_ASPECTS, "text_stop": str(trace.get("text_stop") or ""), **view}
-    if kind in ("genprog", "genprog-posthoc"):
-        view = _rows(trace, {"bullets": {"line": None, "program": "", "sids": [], "sentence": None, "repaired": False}})
-        if view is not None:
-            errors = trace.get("errors") if isinstance(trace.get("errors"), list) else []
-            return {"kind": "genprog", "program": str(trace.get("program") or ""), "errors": errors, **view}
-    return {"kind": "generic", "data": trace}
-
-
-def _rows(trace: dict, tables: dict[str, dict[str, Any]]) -> dict[str, list[dict]] | None:
-    """Each table of a known trace as rows with every column the template reads (missing → its
-    default); None when the trace is not shaped that way (a table that is not a list of objects,
-    or a list column that is not a list), so it is shown as a plain key/value table instead."""
-    out: dict[str, list[dict]] = {}
-    for name, columns in tables.items():
-        rows = trace.get(name, [])
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            return None
-        table = []
-        for r in rows:
-            row = {k: r.get(k, d) for k, d in columns.items()}
-            if any(isinstance(d, list) and not isinstance(row[k], list) for k, d in columns.items()):
-                return None
-            table.append(row)
-        out[name] = table
-    return out
+    name = (trace.get("method") if isinstance(trace, dict) else None) or method
+    e = GRAPHS.get(str(name))
+    view = e.trace_view(metadata) if e is not None else None
+    if view is not None:
+        return view
+    return generic_view(trace) if isinstance(trace, dict) else None
 
 
 def _read_file(index: int, path: Path) -> tuple[FileView, list[tuple[str, dict, list[Document], AttributedAnswer]]]:

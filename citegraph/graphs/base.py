@@ -213,7 +213,10 @@ class MethodCompiledGraph(CompiledStateGraph):
     """A compiled :class:`MethodGraph`: a continuation of a checkpointed run (``Command`` or ``None``
     as input) that brings no Context runs with the Context the run recorded (``run_context``).
     Every way of running a graph (``invoke``, ``stream_events``, the API server) goes through
-    ``stream``/``astream``."""
+    ``stream``/``astream``. It holds no state of its own (``MethodGraph.compile`` gives LangGraph's
+    compiled graph this class)."""
+
+    __slots__ = ()
 
     def _continues_top_level(self, input: Any, config: Any, context: Any) -> bool:
         conf = (config or {}).get("configurable") or {}
@@ -291,8 +294,11 @@ class MethodGraph(StateGraph):
 
     def compile(self, *args: Any, **kwargs: Any) -> MethodCompiledGraph:  # type: ignore[override]
         compiled = super().compile(*args, **kwargs)
-        # the same object with our class (Pregel.copy's way: every attribute is a constructor argument)
-        return MethodCompiledGraph(**{k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"})
+        # the very object LangGraph's compile built, with every attribute it set (nothing rebuilt from
+        # its __dict__, which lost the v2 output mappers set after construction); only its class
+        # changes, to one that adds methods and no state (tests/test_method_graph.py checks both)
+        compiled.__class__ = MethodCompiledGraph
+        return compiled
 
     def add_conditional_edges(self, source: str, path: Any, path_map: Any = None):  # type: ignore[override]
         ctx = self.context_schema if isinstance(self.context_schema, type) else None

@@ -1,9 +1,13 @@
-"""Registry of method graphs: name → (module, Context class). Modules load lazily."""
+"""Registry of method graphs: name → :class:`GraphEntry` (its graph module, Context class, and the
+module that says how it reads outside a run). Modules load lazily. A command resolves the entry once
+(:func:`entry`) and asks it for what it needs: ``build()``, ``context_class()``, ``make_context()``,
+``describe_event(ev)``, ``trace_view(metadata)``."""
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -13,6 +17,42 @@ class GraphEntry:
     context: str  # "module:Class"
     summary: str
     answer_input: str | None = None  # an input the method needs beside question/documents (an answer to attribute)
+    # the method's describe_event(ev) / trace_view(metadata) (citegraph/nodes/display.py says what they return)
+    display: str | None = None
+
+    def build(self, checkpointer=None):
+        """Compile the method's graph (see :func:`build_graph`)."""
+        if checkpointer is not None and hasattr(checkpointer, "with_allowlist"):
+            checkpointer = checkpointer.with_allowlist(state_types())
+        return importlib.import_module(self.module).build(checkpointer=checkpointer)
+
+    def context_class(self) -> type:
+        return _load(self.context)
+
+    def knob_names(self) -> set[str]:
+        return {f.name for f in fields(self.context_class())}
+
+    def make_context(self, **overrides: Any) -> Any:
+        """The method's Context with overrides; unknown keys are rejected with a clear error."""
+        from citegraph.errors import InputError
+
+        known = self.knob_names()
+        bad = sorted(set(overrides) - known)
+        if bad:
+            raise InputError(f"unknown setting(s) for {self.name}: {', '.join(bad)}; known: {', '.join(sorted(known))}")
+        return self.context_class()(**overrides)
+
+    def _display(self, name: str, arg: Any) -> Any:
+        fn = getattr(importlib.import_module(self.display), name, None) if self.display else None
+        return fn(arg) if fn else None
+
+    def describe_event(self, ev: dict) -> str | None:
+        """One line for a progress event of this method's nodes; None when it has no words for it."""
+        return self._display("describe_event", ev)
+
+    def trace_view(self, metadata: dict) -> dict | None:
+        """What ``citegraph show`` renders of this method's trace; None: a key/value table of it."""
+        return self._display("trace_view", metadata)
 
 
 GRAPHS: dict[str, GraphEntry] = {
@@ -25,18 +65,21 @@ GRAPHS: dict[str, GraphEntry] = {
     "rerank": GraphEntry("rerank", "citegraph.graphs.rerank", "citegraph.state.alce_baselines:RerankContext",
                          "ALCE RERANK: sample n answers, keep the highest ALCE citation recall (verifier)."),
     "raac": GraphEntry("raac", "citegraph.graphs.raac", "citegraph.state.raac:RaacContext",
-                       "RAAC: TextAgent feedback/refine loop, CitationAgent validate/simplify/discover, Summary Calibration."),
+                       "RAAC: TextAgent feedback/refine loop, CitationAgent validate/simplify/discover, Summary Calibration.",
+                       display="citegraph.nodes.raac.display"),
     "genprog": GraphEntry("genprog", "citegraph.graphs.genprog", "citegraph.state.genprog:GenProgContext",
-                          "GenerationPrograms: plan a program of text modules over S-ids, parse safely, execute, cite the leaves."),
+                          "GenerationPrograms: plan a program of text modules over S-ids, parse safely, execute, cite the leaves.",
+                          display="citegraph.nodes.genprog.display"),
     "genprog-posthoc": GraphEntry("genprog-posthoc", "citegraph.graphs.genprog_posthoc", "citegraph.state.genprog:GenProgPosthocContext",
                                   "GenerationPrograms post-hoc: a program reconstructs each given answer sentence; its leaves are the attributions.",
-                                  answer_input="answer_text"),
+                                  answer_input="answer_text", display="citegraph.nodes.genprog.display"),
     "ginger": GraphEntry("ginger", "citegraph.graphs.ginger", "citegraph.state.ginger:GingerContext",
                          "GINGER: verbatim nuggets per passage, facet clusters, pairwise-ranked, one cited sentence per cluster to a budget."),
     "odmds": GraphEntry("odmds", "citegraph.graphs.odmds", "citegraph.state.odmds:OdmdsContext",
                         "Graph-augmented ODMDS: hybrid retrieval from a corpus, chunk-graph (GAE) cluster re-rank, cluster topics, tiered refinement, cited summary."),
     "squai": GraphEntry("squai", "citegraph.graphs.squai", "citegraph.state.squai:SquaiContext",
-                        "SQuAI: decompose, hybrid retrieval per sub-question, per-document answer + Yes/No log-odds judge, adaptive filter, cited answer with supporting sentences."),
+                        "SQuAI: decompose, hybrid retrieval per sub-question, per-document answer + Yes/No log-odds judge, adaptive filter, cited answer with supporting sentences.",
+                        display="citegraph.nodes.squai.display"),
     "cite": GraphEntry("cite", "citegraph.graphs.cite", "citegraph.state.cite:CiteContext",
                        "cite: attribute a given text; each sentence's citations checked, re-pointed or added by the verifier (no LLM), unsupported ones flagged.",
                        answer_input="answer_text"),
@@ -54,6 +97,11 @@ def names() -> list[str]:
     return list(GRAPHS)
 
 
+def answer_methods() -> list[str]:
+    """The methods that attribute a given answer (their entry's ``answer_input``)."""
+    return [n for n, e in GRAPHS.items() if e.answer_input]
+
+
 def entry(name: str) -> GraphEntry:
     if name not in GRAPHS:
         from citegraph.errors import InputError
@@ -67,9 +115,7 @@ def build_graph(name: str, checkpointer=None):
 
     A checkpointer whose serializer is strict (``citegraph.tools.checkpoints.open_checkpointer``'s)
     gets the types of ``citegraph.state`` added to its allowlist; a permissive one is used as given."""
-    if checkpointer is not None and hasattr(checkpointer, "with_allowlist"):
-        checkpointer = checkpointer.with_allowlist(state_types())
-    return importlib.import_module(entry(name).module).build(checkpointer=checkpointer)
+    return entry(name).build(checkpointer)
 
 
 def state_types() -> set[tuple[str, str]]:
@@ -105,18 +151,28 @@ def state_types() -> set[tuple[str, str]]:
 
 
 def context_class(name: str):
-    return _load(entry(name).context)
+    return entry(name).context_class()
 
 
 def make_context(name: str, **overrides):
     """The method's Context with overrides; unknown keys are rejected with a clear error."""
-    from dataclasses import fields
+    return entry(name).make_context(**overrides)
 
-    from citegraph.errors import InputError
 
-    cls = context_class(name)
-    known = {f.name for f in fields(cls)}
-    bad = sorted(set(overrides) - known)
-    if bad:
-        raise InputError(f"unknown setting(s) for {name}: {', '.join(bad)}; known: {', '.join(sorted(known))}")
-    return cls(**overrides)
+def method_context(method: str | GraphEntry, overrides: dict[str, Any] | None = None, *, preset: str | None = None,
+                   llm: str | None = None, verifier: str | None = None, only_known: bool = False) -> Any:
+    """The method's Context as every command builds it: the ``preset``'s settings for this method, then
+    ``overrides`` (``--set``, a subcommand's flags, a bench variant's own settings), then ``llm`` /
+    ``verifier`` where the method has them. ``only_known``: overrides the method has no knob for are
+    left out (settings given to several methods at once); else they are an InputError."""
+    from citegraph.graphs.presets import preset_overrides
+
+    e = method if isinstance(method, GraphEntry) else entry(method)
+    known = e.knob_names()
+    kw = {**preset_overrides(preset, e.name), **(overrides or {})}
+    if only_known:
+        kw = {k: v for k, v in kw.items() if k in known}
+    for key, val in (("llm", llm), ("verifier", verifier)):
+        if val and key in known:
+            kw[key] = val
+    return e.make_context(**kw)

@@ -25,7 +25,7 @@ definitions, its 1-3 scale, its output format and JSON keys -- reworded, not cop
 * Table 15 (AddCitation, :func:`add_citation_prompt`): the sentence and its candidate documents;
   cite with ``[1][2][3]`` without changing the sentence, no reasoning, only the smallest sufficient
   subset (1-3), nothing when no document supports it.
-* Table 16 (the citation evaluator) lives with the verifier: ``citegraph.tools.verifier.TABLE16_PROMPT``
+* Table 16 (the citation evaluator) lives with the verifier judge's prompts: ``citegraph.prompts.judge.TABLE16_PROMPT``
   (spec ``llm-judge:<llm>:table16``).
 
 Deliberate differences, and why:

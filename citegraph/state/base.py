@@ -8,14 +8,13 @@ that LangGraph Studio shows.
 
 from __future__ import annotations
 
+import functools
 import json
-import math
-import numbers
 import os
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Annotated, Any, ClassVar, get_type_hints
+from typing import Annotated, Any, Callable, ClassVar, Literal, get_type_hints
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
 from citegraph.state.answer import AttributedAnswer, Document
 
@@ -138,42 +137,70 @@ def _bounds(typ: Any, meta: dict[str, Any]) -> tuple[float | None, float | None]
     return meta.get("ge", 0 if typ is int else None), meta.get("le")
 
 
-def _checked(owner: str, name: str, typ: Any, value: Any, meta: dict[str, Any]) -> Any:
-    """``value`` as the knob's type, within its range; InputError (one line) otherwise."""
+def _prepared(typ: Any, f: Any) -> Callable[[Any], Any]:
+    """What a value becomes before pydantic checks it: a command-line text read by the knob's type,
+    None (a client's cleared field) the default, a whole float (5.0 from a JSON client) an integer,
+    a number given to a string knob its text (``--set embedding=123`` parses as JSON)."""
+
+    def prepare(value: Any) -> Any:
+        value = _from_text(typ, value)
+        if value is None and field_default(f) is not MISSING:
+            value = field_default(f)
+        if typ is int and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif typ is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        elif typ is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        return value
+
+    return prepare
+
+
+def _knob_annotation(typ: Any, meta: dict[str, Any]) -> Any:
+    """The pydantic type a knob's value is validated against (strict: no "3" for an integer)."""
+    lo, hi = _bounds(typ, meta)
+    if typ is bool:
+        return Annotated[bool, Field(strict=True)]
+    if typ in (int, float):
+        return Annotated[typ, Field(strict=True, ge=lo, le=hi, allow_inf_nan=False)]
+    if typ is str:
+        return Literal[tuple(meta["choices"])] if meta.get("choices") else Annotated[str, Field(strict=True)]
+    return Any  # a knob of another type is taken as given
+
+
+@functools.cache
+def _knob_model(cls: type) -> type[BaseModel]:
+    """A pydantic model with one field per knob of the Context class ``cls``."""
+    hints = _knob_types(cls)
+    return create_model(
+        f"{cls.__name__}Knobs", __config__=ConfigDict(arbitrary_types_allowed=True),
+        **{f.name: (Annotated[_knob_annotation(hints.get(f.name), _knob_meta(cls, f.name)),
+                              BeforeValidator(_prepared(hints.get(f.name), f))], ...) for f in fields(cls)})
+
+
+_PROBLEMS = {"bool_type": "must be true or false", "int_type": "must be an integer",
+             "float_type": "must be a finite number", "finite_number": "must be a finite number",
+             "string_type": "must be a string", "greater_than_equal": "must be at least {ge}",
+             "less_than_equal": "must be at most {le}"}
+
+
+def _input_error(cls: type, exc: ValidationError) -> Exception:
+    """The first problem pydantic found, as one line: ``VanillaContext.ndemo must be an integer, got 'x'``."""
     from citegraph.errors import InputError
 
-    where = f"{owner}.{name}"
-    if isinstance(value, str) and len(value) > 80 and typ in (bool, int, float):
-        raise InputError(f"{where} must be {'true or false' if typ is bool else 'a number'}, "
-                         f"got {len(value):,} characters ({value[:20]!r}...)")
-    if typ is bool:
-        if not isinstance(value, bool):
-            raise InputError(f"{where} must be true or false, got {value!r}")
-    elif typ is int:
-        if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)) \
-                and float(value).is_integer():
-            value = int(value)  # 5.0 from a JSON client
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise InputError(f"{where} must be an integer, got {value!r}")
-        value = int(value)
-    elif typ is float:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-            raise InputError(f"{where} must be a finite number, got {value!r}")
-        value = float(value)
-    elif typ is str:
-        if isinstance(value, numbers.Real) and not isinstance(value, bool):
-            value = str(value)  # `--set embedding=123` parses as JSON
-        if not isinstance(value, str):
-            raise InputError(f"{where} must be a string, got {value!r}")
-        if meta.get("choices") and value not in meta["choices"]:
-            raise InputError(f"{where} must be one of {', '.join(meta['choices'])}, got {value!r}")
-    if typ in (int, float):
-        lo, hi = _bounds(typ, meta)
-        if lo is not None and value < lo:
-            raise InputError(f"{where} must be at least {lo}, got {value!r}")
-        if hi is not None and value > hi:
-            raise InputError(f"{where} must be at most {hi}, got {value!r}")
-    return value
+    err = exc.errors(include_url=False)[0]
+    name, value, typ = err["loc"][0], err["input"], _knob_types(cls).get(err["loc"][0])
+    got = repr(value)
+    if err["type"] == "literal_error":
+        choices = _knob_meta(cls, name)["choices"]
+        problem = f"must be one of {', '.join(choices)}" if isinstance(value, str) else _PROBLEMS["string_type"]
+    elif isinstance(value, str) and len(value) > 80:
+        problem = "must be true or false" if typ is bool else "must be a number"
+        got = f"{len(value):,} characters ({value[:20]!r}...)"
+    else:
+        problem = _PROBLEMS.get(err["type"], err["msg"]).format(**err.get("ctx", {}))
+    return InputError(f"{cls.__name__}.{name} {problem}, got {got}")
 
 
 @dataclass(kw_only=True)
@@ -214,17 +241,15 @@ class BaseContext:
                                         "checked over subsets of at most this many).", ge=1, le=5)
 
     def __post_init__(self) -> None:
-        # types and ranges are checked here, so the CLI's --set, a Python caller and a Studio run
-        # all get one clear line instead of a TypeError deep inside a node
-        # (None, as a client may send for a cleared field, means the default)
+        # types and ranges are checked here (by pydantic), so the CLI's --set, a Python caller and a
+        # Studio run all get one clear line instead of a TypeError deep inside a node
         cls = type(self)
-        hints = _knob_types(cls)
-        for f in fields(self):
-            value = _from_text(hints.get(f.name), getattr(self, f.name))
-            if value is None and field_default(f) is not MISSING:
-                value = field_default(f)
-            value = _checked(cls.__name__, f.name, hints.get(f.name), value, _knob_meta(cls, f.name))
-            object.__setattr__(self, f.name, value)
+        try:
+            checked = _knob_model(cls).model_validate({f.name: getattr(self, f.name) for f in fields(self)})
+        except ValidationError as exc:
+            raise _input_error(cls, exc) from None
+        for name, value in checked:
+            object.__setattr__(self, name, value)
 
     @classmethod
     def describe(cls) -> list[tuple[str, Any, str]]:

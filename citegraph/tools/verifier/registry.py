@@ -1,0 +1,137 @@
+"""Verifier registry and factory: :func:`get_verifier` builds a backend from its spec once per
+``(spec, kw)`` in this process; :func:`register_verifier` makes a name return a given object (test
+stubs); :func:`check_verifier_spec` validates a spec without loading it; :func:`with_threshold`
+is a view deciding at another threshold."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from citegraph.tools.verifier.base import Pair, Verifier
+from citegraph.tools.verifier.hf import HFClassifierVerifier, HFSeq2SeqVerifier, _load_error
+from citegraph.tools.verifier.judge import LLMJudgeVerifier, parse_judge_spec
+from citegraph.prompts.judge import JUDGE_PROMPTS
+
+ASSET_DIR = Path(__file__).resolve().parents[2] / "assets" / "verifier"
+
+_REGISTRY: dict[str, Verifier] = {}
+_INSTANCES: dict[tuple, Verifier] = {}
+_FACTORY_LOCK = threading.Lock()
+
+# settings of the bundled model (see citegraph/assets/verifier/MODEL_CARD.md); the training run
+# writes its sequence length and inference settings to inference.json beside the weights
+DEFAULT_SETTINGS: dict[str, Any] = {"max_length": 256, "batch_size": 32, "window_overlap": 64}
+
+
+def default_settings() -> dict[str, Any]:
+    """DEFAULT_SETTINGS updated by ``assets/verifier/inference.json`` (max_length, quantize, ...)."""
+    f = ASSET_DIR / "inference.json"
+    extra = json.loads(f.read_text(encoding="utf-8")) if f.exists() else {}
+    return {**DEFAULT_SETTINGS, **extra}
+
+
+class ThresholdedVerifier:
+    """A view of a verifier whose ``entails``/``entails_many`` use another threshold (same model,
+    same cache, same counters)."""
+
+    def __init__(self, base: Verifier, threshold: float):
+        self.base, self.threshold = base, float(threshold)
+
+    def entails_many(self, pairs: Sequence[Pair], threshold: float | None = None) -> list[bool]:
+        return self.base.entails_many(pairs, self.threshold if threshold is None else threshold)
+
+    def entails(self, premise: str, hypothesis: str, threshold: float | None = None) -> bool:
+        return self.entails_many([(premise, hypothesis)], threshold)[0]
+
+    def __getattr__(self, name: str) -> Any:  # score, stats, spec, ...
+        return getattr(self.base, name)
+
+
+def with_threshold(verifier: Any, threshold: float | None) -> Any:
+    """``verifier`` (object or spec) deciding at ``threshold``; unchanged when ``threshold`` is falsy."""
+    v = get_verifier(verifier) if isinstance(verifier, str) else verifier
+    return ThresholdedVerifier(v, threshold) if threshold else v
+
+
+def register_verifier(spec: str, verifier: Verifier) -> None:
+    """Make ``get_verifier(spec)`` return ``verifier`` (tests register stubs such as ``stub:keyword``)."""
+    with _FACTORY_LOCK:
+        _REGISTRY[spec] = verifier
+        for key in [k for k in _INSTANCES if k[0] == spec]:
+            del _INSTANCES[key]
+
+
+def clear_verifier_cache() -> None:
+    """Forget loaded verifiers and registrations (for tests)."""
+    with _FACTORY_LOCK:
+        _REGISTRY.clear()
+        _INSTANCES.clear()
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple, set)):
+        return tuple(_freeze(x) for x in v)
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return repr(v)
+
+
+def _build(spec: str, kw: dict[str, Any]) -> Verifier:
+    name, _, arg = spec.partition(":")
+    if spec == "default":
+        if not (ASSET_DIR / "config.json").exists():
+            raise _load_error(spec, FileNotFoundError(f"{ASSET_DIR} has no trained model"))
+        return HFClassifierVerifier(spec, str(ASSET_DIR), **{**default_settings(), **kw})
+    if name == "hf-classifier" and arg:
+        return HFClassifierVerifier(spec, arg, **kw)
+    if name == "hf-seq2seq" and arg:
+        return HFSeq2SeqVerifier(spec, arg, **kw)
+    if name == "llm-judge":
+        chat_spec, prompt_name = parse_judge_spec(arg)
+        kw.setdefault("prompt", JUDGE_PROMPTS[prompt_name])
+        return LLMJudgeVerifier(spec, chat_spec=chat_spec, **kw)
+    raise ValueError(
+        f"unknown verifier spec {spec!r}; use default, hf-classifier:<path>, hf-seq2seq:<path>, "
+        "llm-judge[:<chat spec>][:table16] or a registered name"
+    )
+
+
+def check_verifier_spec(spec: str, where: str = "verifier") -> str:
+    """``spec`` when it names a verifier :func:`get_verifier` can build (a registered name, ``default``,
+    ``hf-classifier:<x>``, ``hf-seq2seq:<x>``, ``llm-judge[...]`` with a valid chat spec), without
+    loading it; else a one-line ``InputError`` naming ``where``."""
+    from citegraph.errors import InputError
+    from citegraph.tools.models import check_chat_spec
+
+    spec = (spec or "default").strip()
+    with _FACTORY_LOCK:
+        if spec in _REGISTRY:
+            return spec
+    name, _, arg = spec.partition(":")
+    if spec == "default" or (name in ("hf-classifier", "hf-seq2seq") and arg):
+        return spec
+    if name == "llm-judge":
+        check_chat_spec(parse_judge_spec(arg)[0], f"{where} {spec!r}")
+        return spec
+    raise InputError(f"{where}: unknown verifier spec {spec!r}; use default, hf-classifier:<path>, hf-seq2seq:<path>, "
+                     "llm-judge[:<chat spec>][:table16] or a registered name")
+
+
+def get_verifier(spec: str = "default", **kw) -> Verifier:
+    """The verifier for ``spec``, created once per ``(spec, kw)`` in this process."""
+    spec = (spec or "default").strip()
+    with _FACTORY_LOCK:
+        if spec in _REGISTRY:
+            return _REGISTRY[spec]
+        key = (spec, _freeze(kw))
+        v = _INSTANCES.get(key)
+        if v is None:
+            v = _INSTANCES[key] = _build(spec, dict(kw))
+        return v

@@ -1,0 +1,38 @@
+"""The layering rule of CONTRIBUTING.md, checked on every import in the package (lazy ones inside
+functions included): state < prompts < tools, corpus < nodes < graphs < eval, cli; a module imports
+only its own layer and those below it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "citegraph"
+LAYER = {"errors": 0, "state": 0, "examples": 0, "prompts": 1, "tools": 2, "corpus": 2, "testing": 2,
+         "nodes": 3, "graphs": 4, "eval": 5, "cli": 5}
+# the known exceptions, each a type the state holds: AttributedAnswer.from_text parses [n] citations;
+# GenerationPrograms' state keeps the parsed ProgramTree
+ALLOWED = {("state/answer.py", "citegraph.tools.citations"), ("state/genprog.py", "citegraph.tools.program")}
+
+
+def imports_up() -> list[tuple[str, str]]:
+    found = []
+    for f in sorted(ROOT.rglob("*.py")):
+        rel = f.relative_to(ROOT)
+        room = rel.parts[0].removesuffix(".py")
+        if room == "__init__":
+            continue
+        assert room in LAYER, f"{rel}: a room the layering rule does not name (add it to CONTRIBUTING.md and here)"
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "citegraph" and len(parts) > 1 and LAYER.get(parts[1], 0) > LAYER[room] \
+                        and (rel.as_posix(), name) not in ALLOWED:
+                    found.append((rel.as_posix(), name))
+    return found
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    assert imports_up() == []
