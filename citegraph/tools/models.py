@@ -780,9 +780,11 @@ def citation_grammar(n_docs: int, *, min_sentences: int = 1, max_sentences: int 
                      min_chars: int = 15, max_chars: int = 300) -> str:
     """A GBNF grammar for ``min_sentences``..``max_sentences`` sentences, each ending with 1 to
     ``max_citations`` markers ``[k]`` (k exactly one of 1..n_docs, multi-digit numbers included) and
-    a period. A sentence body holds no period (a decimal point "3.5" aside), no bracket and no line
-    break, so the constraint follows sentence boundaries: the model cannot run several sentences
-    into one and then cut a word to fit the marker."""
+    a period. Inside a sentence a period must be followed by a character other than a space, a
+    period or a bracket ("3.5", "U.S", "a.m" pass; "end. Next" does not), and no bracket or line
+    break is allowed, so the constraint follows sentence boundaries: the model cannot run several
+    sentences into one and then cut a word to fit the marker. (Allowing only a digit after an inner
+    period made the embedded model turn "3 A.M." into "3 A.1.0".)"""
     if n_docs < 1:
         raise ValueError("a citation grammar needs at least one document")
     lo, hi = max(1, min_sentences), max(1, max_sentences, min_sentences)
@@ -792,7 +794,7 @@ def citation_grammar(n_docs: int, *, min_sentences: int = 1, max_sentences: int 
     return "\n".join([
         "root ::= sent" + _repeat('" " sent', lo - 1, hi - 1),
         'sent ::= [A-Z0-9"] body cite "."',
-        f"body ::= ([^.\\[\\]\\n] | \".\" [0-9]){{{body_lo},{body_hi}}}",
+        f"body ::= ([^.\\[\\]\\n] | \".\" [^ .\\[\\]\\n]){{{body_lo},{body_hi}}}",
         'cite ::= " [" num "]"' + _repeat('" [" num "]"', 0, k - 1),
         f"num ::= {nums}",
     ]) + "\n"
