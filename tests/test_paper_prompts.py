@@ -320,6 +320,42 @@ def test_fusion_cap_splits_a_wide_fusion_into_bullets_and_records_it(scripted):
     assert "a fusion merges at most 3 sentences" in model.calls[0]["messages"][-1].content
 
 
+def test_fusion_split_pieces_do_not_inherit_the_planners_instruction(scripted):
+    # #34 item 5: the planner's instruction= speaks for all five inputs; copied into each piece, a
+    # model that follows it writes the whole claim in every sentence, under the citations of a part
+    def reply(messages, kwargs):
+        text = str(messages[-1].content)
+        if "**YOUR TASK**" in text:
+            return '- fusion(S1, S2, S3, S4, S5, instruction="Say that Alpha was founded in 1901 and won the 1990 prize.")'
+        if text.startswith("Fuse"):
+            if "**Instruction**:" in text:  # a model that obeys the instruction
+                return text.split("**Instruction**: ")[1].split("\n")[0].replace("Say that ", "")
+            body = text.split("**Sentence(s)**:\n")[1]
+            return " + ".join(line.split()[0] for line in body.splitlines())
+        return ""
+
+    spec, model = scripted(reply)
+    ans = build_graph("genprog").invoke({"question": "Q?", "documents": DOCS}, context=GenProgContext(llm=spec))["answer"]
+    fuse_prompts = [str(c["messages"][-1].content) for c in model.calls if str(c["messages"][-1].content).startswith("Fuse")]
+    assert len(fuse_prompts) == 2 and not any("**Instruction**" in p for p in fuse_prompts)
+    # each sentence is made of its own inputs only: the trace (S1-S3 -> docs 1, 2; S4-S5 -> doc 3) stays the attribution
+    assert [(s.text, s.citations) for s in ans.sentences] == [("Alpha + It + Beta", [1, 2]), ("Gamma + Gamma", [3])]
+    err = ans.metadata["program_errors"][0]
+    assert err["kind"] == "fusion_split" and "won the 1990 prize" in err["message"] and "left out" in err["message"]
+
+
+def test_fusion_split_drops_a_wrapping_calls_instruction_too():
+    from citegraph.tools.program import cap_fusion, parse_program
+
+    ids = {f"S{i}" for i in range(1, 10)}
+    parsed = parse_program('- compression(fusion(S1, S2, S3, S4, instruction="All four."), instruction="Keep 1889.")\n'
+                           '- fusion(S1, S2, instruction="Two.")', ids)
+    trees, errors = cap_fusion(parsed.trees, 3, "split")
+    assert [t.render() for t in trees] == ["compression(fusion(S1, S2))", "compression(fusion(S3, S4))",
+                                           "fusion(S1, S2, instruction='Two.')"]  # an unsplit fusion keeps its own
+    assert "'All four.'" in errors[0].message and "'Keep 1889.'" in errors[0].message
+
+
 def test_fusion_cap_cut_mode_and_off(scripted):
     ans, _ = _genprog(scripted, "- fusion(S1, S2, S3, S4, S5)", fusion_cap="cut")
     assert [(s.text, s.citations) for s in ans.sentences] == [("Alpha + It + Beta", [1, 2])]

@@ -217,7 +217,7 @@ def test_a_looping_final_reply_is_cut_before_it_is_parsed_and_named(scripted, ve
     loop = "Quantum computing uses qubits [1]. " + "Shor's algorithm breaks RSA [1]. " * 12
     spec, _ = scripted(script('{"split": false, "sub_questions": []}', loop), judge=relevant)
     ctx_cls = SquaiContext if graph_name == "squai" else RagContext
-    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], attribution="off"))
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], cite_format="free", attribution="off"))
     ans = state["answer"]
     assert [s.text for s in ans.sentences] == ["Quantum computing uses qubits.", "Shor's algorithm breaks RSA."]
     assert any("looped: dropped 11 repeated sentence(s)" in w for w in ans.warnings), ans.warnings
@@ -306,8 +306,9 @@ def _uncited_then(second: str):
 
 @pytest.mark.parametrize("graph_name,ctx_cls", [("squai", SquaiContext), ("rag", RagContext)])
 def test_an_uncited_reply_is_asked_again_once(scripted, verifier, graph_name, ctx_cls):
+    # the citation retry belongs to cite_format=free (constrained decoding cites every sentence)
     spec, model = scripted(_uncited_then("Quantum computing uses qubits [1]."), judge=relevant)
-    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], attribution="off"))
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], cite_format="free", attribution="off"))
     ans = state["answer"]
     assert [s.citations for s in ans.sentences] == [[1]] and state["generation"] == "Quantum computing uses qubits [1]."
     assert state["citation_retry"] == ["reply 1 cited no document; asked again: the new reply cites"]
@@ -316,13 +317,28 @@ def test_an_uncited_reply_is_asked_again_once(scripted, verifier, graph_name, ct
     assert len(reminders) == 1
     # asked again and still uncited (or citing only numbers outside the list): the first reply is kept, said so
     spec, model = scripted(_uncited_then("Quantum computing is fast [9]."), judge=relevant)
-    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], attribution="off"))
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], cite_format="free", attribution="off"))
     assert state["generation"] == "Quantum computing uses qubits." and state["answer"].sentences[0].citations == []
     assert state["citation_retry"][-1] == "kept the first reply (uncited)"
     # citation_retries = 0: one call, nothing asked again
     spec, model = scripted(_uncited_then("Quantum computing uses qubits [1]."), judge=relevant)
-    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], citation_retries=0, attribution="off"))
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], citation_retries=0, cite_format="free", attribution="off"))
     assert state["citation_retry"] == [] and not any("cites no document" in c["messages"][-1].content for c in model.calls)
+
+
+@pytest.mark.parametrize("graph_name,ctx_cls", [("squai", SquaiContext), ("rag", RagContext)])
+def test_constrained_final_call_gets_the_grammar_over_its_documents(scripted, verifier, graph_name, ctx_cls):
+    from citegraph.tools.models import citation_grammar
+
+    spec, model = scripted(script('{"split": false, "sub_questions": []}', "Quantum computing uses qubits [1] [12]."),
+                           judge=relevant)
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0]))  # constrained is the default
+    final = [c for c in model.calls if "grammar" in c["kwargs"]]
+    n = len(state["merged"]) if graph_name == "squai" else len(state["retrieved"])
+    assert len(final) == 1 and final[0]["kwargs"]["grammar"] == citation_grammar(n, max_sentences=5)
+    ans = state["answer"]
+    assert [s.citations for s in ans.sentences] == [[1]] and ans.metadata["cite_format"] == "grammar"
+    assert state["citation_retry"] == [] and any("out-of-range citation(s) [12]" in w for w in ans.warnings)
 
 
 def test_index_when_no_documents_are_given(scripted, fake_corpus):

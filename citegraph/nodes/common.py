@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from citegraph.state import AttributedAnswer, Document
 from citegraph.tools.citations import extract_citations
-from citegraph.tools.models import Reply, chat_reply
+from citegraph.tools.models import Reply, chat_reply, cited_sentences
 
 
 def answer_from_text(
@@ -42,3 +42,12 @@ def cited_reply(spec: str, prompt: str, n_docs: int, *, retries: int, reminder: 
         if notes:
             notes.append("kept the first reply (uncited)")
     return reply, notes
+
+
+def constrained_reply(spec: str, prompt: str, n_docs: int, *, max_sentences: int, **kwargs) -> tuple[Reply, str, list[str]]:
+    """The final composition call with ``cite_format=constrained``: every sentence cites 1-2 of the
+    ``n_docs`` numbered documents by construction (``tools.models.cited_sentences``). Returns the
+    reply as ``[n]``-cited text, how it was constrained (grammar | json_schema | free) and what
+    happened on the way, each note ready for the answer's warnings."""
+    r = cited_sentences(spec, prompt, n_docs, max_sentences=max_sentences, **kwargs)
+    return Reply(r.text, r.finish_reason), r.mode, [f"cite_format=constrained ({r.mode}): {n}" for n in r.notes]

@@ -274,6 +274,24 @@ class BaseContext:
         return out
 
 
+CITE_FORMATS = ("free", "constrained")
+CITE_FORMAT_HELP = (
+    "How the final composition call writes its citations: free = the model writes [n] markers or not, as it "
+    "will; constrained = every sentence ends with 1-2 citation markers [n] (n among the numbered documents) "
+    "by construction: a llama.cpp grammar on local/llamacpp: models (a sentence ends only with its markers "
+    "and a period), a JSON-schema response format ({sentence, citations} list) on openai: models, falling "
+    "back to free text, recorded in the answer's warnings, where the server refuses it.")
+
+
+@dataclass(kw_only=True)
+class CiteFormatKnobs:
+    """The two knobs of a graph whose final call can cite by construction (``tools.models.cited_sentences``)."""
+
+    cite_format: str = knob("free", CITE_FORMAT_HELP, choices=CITE_FORMATS)
+    cite_max_sentences: int = knob(5, "cite_format=constrained: the answer has 1 to this many sentences (the grammar "
+                                      "or schema bounds it; max_new_tokens still applies).", ge=1, le=30)
+
+
 class InputState(BaseModel):
     """What a caller passes in: a question and the documents to answer from."""
 

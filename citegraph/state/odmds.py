@@ -12,14 +12,14 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob
+from citegraph.state.base import CITE_FORMAT_HELP, CITE_FORMATS, BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, attribution_knob, knob
 
 CLUSTER_METHODS = ("dbscan", "hdbscan", "kmeans")
 GAE_LOSSES = ("negative_sampling", "frobenius")
 
 
 @dataclass(kw_only=True)
-class OdmdsContext(BaseContext):
+class OdmdsContext(CiteFormatKnobs, BaseContext):
     """Knobs of graph-augmented ODMDS."""
 
     documents_are_a_corpus: ClassVar[bool] = True  # the input documents are retrieved from, not all prompted
@@ -28,6 +28,10 @@ class OdmdsContext(BaseContext):
     corpus: str = knob("", "Corpus to summarize from (odmds always retrieves): an index folder, chroma+http://HOST:PORT/COLLECTION or retriever:<name>; the input field `corpus` wins. Neither: the input documents become an in-memory corpus.")
     chunk_tokens: int = knob(256, "In-memory corpus from the input documents: tokens per chunk (the corpus layer's default).", ge=16)
     max_new_tokens: int = knob(400, "Maximum tokens of the final summary.", ge=1)
+    cite_format: str = knob("constrained", CITE_FORMAT_HELP + " The final summary uses it; constrained by default "
+                                           "because every summary sentence must be checkable against the K chunks.",
+                            choices=CITE_FORMATS)
+    cite_max_sentences: int = knob(8, "cite_format=constrained: the summary has 1 to this many sentences.", ge=1, le=30)
     # retrieval + re-rank (Sec. 3.1.3, App. C.3)
     top_k: int = knob(20, "K: chunks given to the summarizer (the paper found 20 best on ODSum-Story; 3/8/10 in its retrieval table).", ge=1)
     candidate_factor: int = knob(10, "The candidate set is the top candidate_factor·K chunks of the first retrieval (the paper: 10K).", ge=1)
@@ -149,3 +153,5 @@ class OdmdsState(OdmdsInput, OutputState, RunContextState):
     refinements: Annotated[list[ChunkNote], operator.add] = Field(default_factory=list)
     prompt: str = ""
     generation: str = ""
+    cite_mode: str = Field(default="", description="cite_format=constrained: grammar, json_schema, or free (the server refused the schema).")
+    cite_notes: list[str] = Field(default_factory=list, description="cite_format=constrained: what happened (a refused schema, dropped citations).")

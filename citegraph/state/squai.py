@@ -14,7 +14,7 @@ from typing import Annotated, ClassVar
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob
+from citegraph.state.base import CITE_FORMAT_HELP, CITE_FORMATS, BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, attribution_knob, knob
 
 RETRIEVAL_MODES = ("hybrid", "bm25", "dense", "rrf")
 JUDGE_MODES = ("auto", "logodds", "verbal")
@@ -44,7 +44,7 @@ class RetrievalKnobs:
 
 
 @dataclass(kw_only=True)
-class SquaiContext(RetrievalKnobs, BaseContext):
+class SquaiContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
     """Knobs of SQuAI."""
 
     attribution: str = attribution_knob("repair")
@@ -77,11 +77,16 @@ class SquaiContext(RetrievalKnobs, BaseContext):
                                     "1.5B model often writes a fluent answer with no citation despite the rules and "
                                     "exemplars). It costs a call only when the first reply cites nothing; on the embedded "
                                     "model it never helped (0 of 13 retries in the 30-question unarXive benchmark, README), "
-                                    "so 0 saves that call there. 0 = keep the first reply.", ge=0, le=3)
+                                    "so 0 saves that call there. 0 = keep the first reply. Not used with cite_format=constrained "
+                                    "(every sentence cites by construction).", ge=0, le=3)
+    cite_format: str = knob("constrained", CITE_FORMAT_HELP + " Agent 4 (compose) uses it; constrained by default "
+                                           "because every answer sentence must be checkable against the merged documents, "
+                                           "and free decoding of the embedded model mostly writes no [n].",
+                            choices=CITE_FORMATS)
 
 
 @dataclass(kw_only=True)
-class RagContext(RetrievalKnobs, BaseContext):
+class RagContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
     """Knobs of the standard RAG baseline."""
 
     attribution: str = attribution_knob("repair")
@@ -93,7 +98,9 @@ class RagContext(RetrievalKnobs, BaseContext):
     citation_retries: int = knob(1, "A reply that cites none of the documents is asked again this many times, in the same "
                                     "conversation, to add [n] citations (as for SQuAI's Agent 4, so that the two systems are "
                                     "compared on equal terms; on the embedded model it helped 0 of 25 times in the 30-question unarXive "
-                                    "benchmark, README). 0 = keep the first reply.", ge=0, le=3)
+                                    "benchmark, README). 0 = keep the first reply. Not used with cite_format=constrained.", ge=0, le=3)
+    cite_format: str = knob("constrained", CITE_FORMAT_HELP + " Constrained by default for the same reason as squai's "
+                                           "(compared on equal terms).", choices=CITE_FORMATS)
 
 
 # --------------------------------------------------------------------------- trace records
@@ -204,6 +211,8 @@ class SquaiState(InputState, OutputState, RunContextState):
     truncated: bool = Field(default=False, description="Agent 4's reply stopped at max_new_tokens.")
     citation_retry: list[str] = Field(default_factory=list, description="Agent 4 asked again because its reply cited no document: what each try gave.")
     citation_checks: list[CitationCheck] = Field(default_factory=list)
+    cite_mode: str = Field(default="", description="cite_format=constrained: grammar, json_schema, or free (the server refused the schema).")
+    cite_notes: list[str] = Field(default_factory=list, description="cite_format=constrained: what happened (a refused schema, dropped citations).")
 
 
 class RagState(InputState, OutputState, RunContextState):
@@ -214,3 +223,5 @@ class RagState(InputState, OutputState, RunContextState):
     generation: str = Field(default="", description="The reply as written (decoding loops are cut when it is parsed).")
     truncated: bool = Field(default=False, description="The reply stopped at max_new_tokens.")
     citation_retry: list[str] = Field(default_factory=list, description="Asked again because the reply cited no document: what each try gave.")
+    cite_mode: str = Field(default="", description="cite_format=constrained: grammar, json_schema, or free (the server refused the schema).")
+    cite_notes: list[str] = Field(default_factory=list, description="cite_format=constrained: what happened (a refused schema, dropped citations).")

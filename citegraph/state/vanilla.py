@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
+from citegraph.state.base import BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, knob
 
 
 @dataclass(kw_only=True)
-class VanillaContext(BaseContext):
+class VanillaContext(CiteFormatKnobs, BaseContext):
     """Knobs of the VANILLA baseline."""
 
     ndemo: int = knob(1, "Demonstrations in the prompt: from demos_file, else our built-in one-shot demo (0 = none).")
@@ -23,4 +23,6 @@ class VanillaState(InputState, OutputState, RunContextState):
     """Working state of VANILLA: the prompt and raw generation are kept for inspection."""
 
     prompt: str = Field(default="", description="The prompt sent to the LLM.")
-    generation: str = Field(default="", description="The LLM's raw cited text.")
+    generation: str = Field(default="", description="The LLM's raw cited text (cite_format=constrained: its sentences as [n]-cited text).")
+    cite_mode: str = Field(default="", description="cite_format=constrained: grammar, json_schema, or free (the server refused the schema).")
+    cite_notes: list[str] = Field(default_factory=list, description="cite_format=constrained: what happened (a refused schema, dropped citations).")

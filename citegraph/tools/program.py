@@ -216,18 +216,28 @@ def _single(node: Call | SentenceRef, root: bool) -> Call | SentenceRef:
     return Call(fn="extract", args=[node]) if root and isinstance(node, SentenceRef) else node
 
 
-def _split_root(node: Call | SentenceRef, k: int, root: bool = True) -> list[Call | SentenceRef] | None:
+def _split_root(node: Call | SentenceRef, k: int, root: bool = True,
+                dropped: list[str] | None = None) -> list[Call | SentenceRef] | None:
     """A root fusion of more than ``k`` inputs (possibly under single-input calls, e.g.
-    ``compression(fusion(...))``) as several roots of at most ``k`` inputs; None when there is none."""
+    ``compression(fusion(...))``) as several roots of at most ``k`` inputs; None when there is none.
+
+    The pieces carry no ``instruction=``: the planner wrote it for all the inputs together ("say it
+    was built in 1889 and is 330 m tall"), and a piece given it states those facts over sentences
+    that do not hold them, under their citations -- the trace would no longer be the attribution.
+    Each instruction left out is appended to ``dropped``."""
     if not isinstance(node, Call):
         return None
     if node.fn == "fusion" and len(node.args) > k:
-        return [Call(fn="fusion", args=list(g), instruction=node.instruction) if len(g) > 1 else _single(g[0], root)
+        if node.instruction and dropped is not None:
+            dropped.append(node.instruction)
+        return [Call(fn="fusion", args=list(g)) if len(g) > 1 else _single(g[0], root)
                 for g in _groups(list(node.args), k)]
     if len(node.args) == 1:
-        parts = _split_root(node.args[0], k, root=False)
+        parts = _split_root(node.args[0], k, root=False, dropped=dropped)
         if parts is not None:
-            return [Call(fn=node.fn, args=[p], instruction=node.instruction) for p in parts]
+            if node.instruction and dropped is not None:
+                dropped.append(node.instruction)
+            return [Call(fn=node.fn, args=[p]) for p in parts]
     return None
 
 
@@ -252,8 +262,9 @@ def cap_fusion(trees: list[ProgramTree], max_inputs: int, mode: str = "split") -
     ``split``: a bullet whose root is a fusion of more than ``max_inputs`` inputs (also under
     single-input calls such as ``compression(fusion(...))``) becomes several bullets, the inputs in
     consecutive groups of at most ``max_inputs``, as even as possible, in their order; a group of
-    one input becomes ``extract(S)`` (or the input call itself). Nothing the planner chose is
-    dropped. A nested fusion (the argument of a fusion or of a multi-input call) cannot be split
+    one input becomes ``extract(S)`` (or the input call itself). No input the planner chose is
+    dropped; its ``instruction=`` is (it was written for all the inputs, and would make every
+    piece state the whole claim under the citations of a part; named in the error). A nested fusion (the argument of a fusion or of a multi-input call) cannot be split
     without changing its parent, so it is cut in both modes. ``cut``: every oversized fusion keeps
     its first ``max_inputs`` inputs; the leaf ids cut off are named in the error. Each change is a
     :class:`ProgramError` (``fusion_split`` / ``fusion_cut``) of the bullet's line."""
@@ -266,13 +277,16 @@ def cap_fusion(trees: list[ProgramTree], max_inputs: int, mode: str = "split") -
     for t in trees:
         roots = [t.root]
         if mode == "split":
-            parts = _split_root(t.root, max_inputs)
+            instructions: list[str] = []
+            parts = _split_root(t.root, max_inputs, dropped=instructions)
             if parts is not None:
                 n = max(len(c.args) for _, c in post_order(t.root) if isinstance(c, Call) and c.fn == "fusion")
+                left_out = ("; the planner's instruction(s) for all the inputs left out of every piece: "
+                            + " | ".join(repr(i) for i in instructions)) if instructions else ""
                 errors.append(ProgramError(
                     kind="fusion_split", line=t.line, text=t.source[:200],
                     message=f"fusion of {n} inputs split into {len(parts)} bullets of at most {max_inputs} "
-                            f"inputs (max_fusion_inputs): " + " | ".join(render_node(p) for p in parts)))
+                            f"inputs (max_fusion_inputs): " + " | ".join(render_node(p) for p in parts) + left_out))
                 roots = parts
         for r in roots:
             dropped: list[str] = []

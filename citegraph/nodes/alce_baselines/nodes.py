@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
 
 from citegraph.nodes.metrics import alce_citation_job, run_jobs
-from citegraph.nodes.common import answer_from_text
+from citegraph.nodes.common import answer_from_text, constrained_reply
 from citegraph.prompts.alce import build_prompt
 from citegraph.prompts.alce_baselines import build_shorter_prompt, is_irrelevant, per_document_prompt
 from citegraph.state import Document
@@ -80,8 +80,12 @@ def _shown(state: ShorterState) -> tuple[list[int], list[Document]]:
 def _generate(kind: str, state: ShorterState, ctx) -> dict:
     kept, short = _shown(state)
     prompt = build_shorter_prompt(state.question, short, kind=kind, demos_file=ctx.demos_file or None, ndemo=ctx.ndemo)
+    if ctx.cite_format == "constrained" and short:
+        reply, mode, notes = constrained_reply(ctx.llm, prompt, len(short), max_sentences=ctx.cite_max_sentences,
+                                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+        return {"prompt": prompt, "generation": reply.text, "kept": kept, "cite_mode": mode, "cite_notes": notes}
     text = chat_text(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
-    return {"prompt": prompt, "generation": text, "kept": kept}
+    return {"prompt": prompt, "generation": text, "kept": kept, "cite_mode": "", "cite_notes": []}
 
 
 def generate_from_summaries(state: ShorterState, runtime: Runtime[SummContext]) -> dict:
@@ -104,6 +108,9 @@ def _attribute(method: str, state: ShorterState, ctx, evidence: bool) -> dict:
     )
     mapping = {k: orig for k, orig in enumerate(kept, 1)}
     ans = ans.remap(list(state.documents), mapping)
+    ans.warnings += state.cite_notes
+    if state.cite_mode:
+        ans.metadata["cite_format"] = state.cite_mode
     if evidence:
         notes = {n.index: n.text for n in state.notes if n.relevant}
         for s in ans.sentences:
@@ -133,9 +140,16 @@ def sample(state: RerankState, runtime: Runtime[RerankContext]) -> dict:
         state.question, state.documents, demos_file=ctx.demos_file or None, ndemo=ctx.ndemo,
         max_doc_words=ctx.max_doc_words or None,
     )
+    if ctx.cite_format == "constrained" and state.documents:
+        replies = [constrained_reply(ctx.llm, prompt, len(state.documents), max_sentences=ctx.cite_max_sentences,
+                                     temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+                   for _ in range(max(1, ctx.n_samples))]
+        notes = [f"sample {i}: {n}" for i, (_, _, ns) in enumerate(replies, 1) for n in ns]
+        return {"prompt": prompt, "candidates": [Candidate(text=r.text) for r, _, _ in replies],
+                "cite_mode": replies[0][1], "cite_notes": notes}
     texts = [chat_text(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
              for _ in range(max(1, ctx.n_samples))]
-    return {"prompt": prompt, "candidates": [Candidate(text=t) for t in texts]}
+    return {"prompt": prompt, "candidates": [Candidate(text=t) for t in texts], "cite_mode": "", "cite_notes": []}
 
 
 def rerank(state: RerankState, runtime: Runtime[RerankContext]) -> dict:
@@ -161,4 +175,7 @@ def rerank(state: RerankState, runtime: Runtime[RerankContext]) -> dict:
         "chosen": best,
         "candidates": [{"recall": c.recall, "precision": c.precision, "text": c.text} for c in cands],
     })
+    ans.warnings += state.cite_notes
+    if state.cite_mode:
+        ans.metadata["cite_format"] = state.cite_mode
     return {"candidates": cands, "chosen": best, "generation": cands[best].text, "answer": ans}

@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
 
 from citegraph.errors import InputError
-from citegraph.nodes.common import answer_from_text
+from citegraph.nodes.common import answer_from_text, constrained_reply
 from citegraph.prompts.odmds import (
     ReflectReply, TopicReply, grounding, refine_prompt, reflect_prompt, summary_prompt, topic_prompt,
 )
@@ -264,8 +264,12 @@ def summarize(state: OdmdsState, runtime: Runtime[OdmdsContext]) -> dict:
     refined = {n.index: n.text for n in state.refinements} if ctx.reflection else {}
     contexts = [(c.document.title, refined.get(i, c.document.text)) for i, c in enumerate(state.selected, 1)]
     prompt = summary_prompt(state.question, contexts)
+    if ctx.cite_format == "constrained" and contexts:
+        reply, mode, notes = constrained_reply(ctx.llm, prompt, len(contexts), max_sentences=ctx.cite_max_sentences,
+                                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+        return {"prompt": prompt, "generation": reply.text, "cite_mode": mode, "cite_notes": notes}
     text = chat_text(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens) if contexts else ""
-    return {"prompt": prompt, "generation": text}
+    return {"prompt": prompt, "generation": text, "cite_mode": "", "cite_notes": []}
 
 
 def attribute(state: OdmdsState, runtime: Runtime[OdmdsContext]) -> dict:
@@ -274,5 +278,7 @@ def attribute(state: OdmdsState, runtime: Runtime[OdmdsContext]) -> dict:
     docs = [c.document for c in state.selected]
     ans = answer_from_text(state.generation, state.question, docs, method="odmds",
                            chunk_ids=[c.chunk_id for c in state.selected],
-                           refined=bool(ctx.reflection and state.refinements))
+                           refined=bool(ctx.reflection and state.refinements),
+                           **({"cite_format": state.cite_mode} if state.cite_mode else {}))
+    ans.warnings += state.cite_notes
     return {"answer": ans}

@@ -11,7 +11,7 @@ import threading
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite, Send
 
-from citegraph.nodes.common import answer_from_text, cited_reply
+from citegraph.nodes.common import answer_from_text, cited_reply, constrained_reply
 from citegraph.nodes.squai.retrieval import candidates_for, open_corpus
 from citegraph.prompts import squai as P
 from citegraph.state import AttributedAnswer, Evidence
@@ -247,11 +247,17 @@ def compose(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
     ctx = runtime.context
     docs = [m.document for m in state.merged]
     if not docs:
-        return {"prompt": "", "generation": "", "truncated": False, "citation_retry": []}
+        return {"prompt": "", "generation": "", "truncated": False, "citation_retry": [], "cite_mode": "", "cite_notes": []}
     prompt = P.compose_prompt(state.question, state.sub_questions, docs, ctx.max_doc_words)
+    if ctx.cite_format == "constrained":
+        reply, mode, notes = constrained_reply(ctx.llm, prompt, len(docs), max_sentences=ctx.cite_max_sentences,
+                                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+        return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": [],
+                "cite_mode": mode, "cite_notes": notes}
     reply, retry = cited_reply(ctx.llm, prompt, len(docs), retries=ctx.citation_retries, reminder=P.CITE_REMINDER,
                                temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
-    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": retry}
+    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": retry,
+            "cite_mode": "", "cite_notes": []}
 
 
 def supporting_sentences(answer: AttributedAnswer, verifier, max_evidence: int) -> tuple[AttributedAnswer, list[CitationCheck]]:
@@ -294,6 +300,9 @@ def attach_evidence(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
     )
     ans.warnings += [f"Agent 4 looped: {n}" for n in loops]
     ans.warnings += [f"Agent 4 citation retry: {n}" for n in state.citation_retry]
+    ans.warnings += [f"Agent 4 {n}" for n in state.cite_notes]
+    if state.cite_mode:
+        ans.metadata["cite_format"] = state.cite_mode
     if not docs:
         ans.warnings.append("no documents to answer from")
     ans, checks = supporting_sentences(ans, get_verifier(ctx.verifier), ctx.max_evidence)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from citegraph.nodes.common import answer_from_text, cited_reply
+from citegraph.nodes.common import answer_from_text, cited_reply, constrained_reply
 from citegraph.nodes.squai.retrieval import candidates_for, open_corpus
 from citegraph.prompts import squai as P
 from citegraph.state.squai import RagContext, RagState
@@ -24,11 +24,17 @@ def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:
     ctx = runtime.context
     docs = [c.document for c in state.retrieved]
     if not docs:
-        return {"prompt": "", "generation": "", "truncated": False, "citation_retry": []}
+        return {"prompt": "", "generation": "", "truncated": False, "citation_retry": [], "cite_mode": "", "cite_notes": []}
     prompt = P.rag_prompt(state.question, docs, ctx.max_doc_words)
+    if ctx.cite_format == "constrained":
+        reply, mode, notes = constrained_reply(ctx.llm, prompt, len(docs), max_sentences=ctx.cite_max_sentences,
+                                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+        return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": [],
+                "cite_mode": mode, "cite_notes": notes}
     reply, retry = cited_reply(ctx.llm, prompt, len(docs), retries=ctx.citation_retries, reminder=P.CITE_REMINDER,
                                temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
-    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": retry}
+    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": retry,
+            "cite_mode": "", "cite_notes": []}
 
 
 def attribute(state: RagState, runtime: Runtime[RagContext]) -> dict:
@@ -39,6 +45,9 @@ def attribute(state: RagState, runtime: Runtime[RagContext]) -> dict:
     ans = answer_from_text(text, state.question, docs, method="rag", raw_output=state.generation)
     ans.warnings += [f"the reply looped: {n}" for n in loops]
     ans.warnings += [f"citation retry: {n}" for n in state.citation_retry]
+    ans.warnings += state.cite_notes
+    if state.cite_mode:
+        ans.metadata["cite_format"] = state.cite_mode
     if not docs:
         ans.warnings.append("nothing retrieved")
     return {"answer": ans}
