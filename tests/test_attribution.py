@@ -215,3 +215,24 @@ def test_cite_cli_bad_input(tmp_path, capsys, docs4, argv, needle):
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("citegraph: error:") and needle in err
+
+
+def test_ask_save_writes_what_show_reads_and_never_overwrites(tmp_path, capsys, scripted):
+    from citegraph.cli import main
+    from citegraph.eval.views import build_page, render_page
+
+    register_verifier("stub:overlap-save", FunctionVerifier(overlap, spec="stub:overlap-save", threshold=0.99))
+    spec, _ = scripted(["The Eiffel Tower is in Paris [3]. It was painted green by aliens."])
+    out = tmp_path / "demo.json"
+    argv = ["ask", "vanilla", "--example", "--llm", spec, "--verifier", "stub:overlap-save",
+            "--set", "attribution=repair", "--save", str(out)]
+    assert main(argv) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert f"citegraph show {out} --open" in printed
+    page = build_page([out], verifier=None)
+    sents = page.rows[0].cells[0].sentences
+    assert [s.support for s in sents][-1] == "unsupported"
+    assert "support unsupported" in render_page(page)
+    before = out.read_bytes()
+    assert main(argv) == 2  # an existing file is never overwritten
+    assert "exists" in capsys.readouterr().err and out.read_bytes() == before

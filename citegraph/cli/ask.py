@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import time
 
 from citegraph.cli.common import add_checkpoint_arg, add_model_args, context_from_args, open_checkpoint_arg, print_answer
@@ -106,6 +107,8 @@ def cmd_ask(args) -> int:
         question = check_question(question, where)
         item = Item(id="ask", question=question, documents=load_documents(args.docs) if args.docs else [])
     item.inputs.update(inputs)
+    if args.save and Path(args.save).exists():
+        raise InputError(f"--save {args.save}: the file exists; give a new path (nothing is overwritten)")
     ctx = context_from_args(method, args, **_retrieval_overrides(args))
     saver = open_checkpoint_arg(args)
     graph = method.build(checkpointer=saver)
@@ -116,6 +119,8 @@ def cmd_ask(args) -> int:
         thread = thread_id(args.method, item, ctx)
     t0 = time.perf_counter()
     ans, usage = _answer_with_progress(graph, item, ctx, method, thread)
+    if args.save:
+        _save(args.save, args.method, item, ans, usage, ctx)
     if args.json:
         print(json.dumps(ans.model_dump(mode="json"), ensure_ascii=False, indent=1))
     else:
@@ -129,7 +134,32 @@ def cmd_ask(args) -> int:
             f"\n[{args.method}{f' · preset {args.preset}' if args.preset else ''} · {ctx.llm} · {usage['llm_calls']} LLM call(s) · "
             f"{usage['prompt_tokens']}+{usage['completion_tokens']} tokens · {time.perf_counter() - t0:.1f}s{note}]"
         )
+        if args.save:
+            print(f"saved to {args.save}; open it in the evidence view: citegraph show {args.save} --open")
     return 0
+
+
+def _save(path: str, method: str, item, ans, usage: dict, ctx) -> None:
+    """The answer as a one-item output file of ``citegraph run``'s format (what ``show``, ``eval``
+    read), written atomically."""
+    import dataclasses
+    import os
+
+    from citegraph.eval.runner import make_record
+
+    item.raw = {"id": item.id, "question": item.question, **(item.raw or {}),
+                "docs": [d.model_dump(mode="json") for d in item.documents]}
+    rec = make_record(item, ans, usage)
+    ctx_dict = json.loads(json.dumps(dataclasses.asdict(ctx), default=str))
+    out = Path(path)
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps({"args": {"method": method, "context": ctx_dict, "command": "ask"}, "data": [rec]},
+                                  ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"--save {path}: cannot write it ({e.strerror or e})") from None
 
 
 def _retrieval_overrides(args) -> dict:
@@ -165,6 +195,9 @@ def register(sub) -> None:
     p.add_argument("--answer-file", default=None, metavar="FILE",
                    help=f"{', '.join(answer_methods())}: read the answer to attribute from a file")
     p.add_argument("--json", action="store_true", help="print the AttributedAnswer as JSON")
+    p.add_argument("--save", metavar="FILE.json", default=None,
+                   help="also write the answer as a one-item output file (what `citegraph show` and `eval` read); "
+                        "an existing file is never overwritten")
     add_model_args(p)
     add_checkpoint_arg(p)
     p.set_defaults(func=cmd_ask)
