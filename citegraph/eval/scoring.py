@@ -13,7 +13,7 @@ checks of a file go through :func:`citegraph.nodes.metrics.run_jobs` (one batche
 the ``output`` field as written (first line, ``<|im_end|>`` removed), punkt sentences, ALCE's
 citation regex and indexing, documents' ``sent`` before ``text``, the first two references for
 ROUGE-Lsum (punkt on lower-cased text) and the bootstrap median as the corpus ROUGE-Lsum. The
-default mode keeps the deviations listed in the README ("Evaluate").
+default mode keeps the deviations listed in docs/evaluate.md.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ Citation quality
   citations (0 when none). An empty output has no sentences; ALCE skips such items when averaging
   (``empty: True`` in the result lets the caller do the same).
 
-This is the default mode, with our documented deviations from ALCE (README, "Evaluate": a
+This is the default mode, with our documented deviations from ALCE (docs/evaluate.md: a
 citation after the period belongs to the sentence before it (``attach_trailing``), the whole output
 is scored (``cut_newline=False``), our sentence splitter, ``[1, 2]``-style groups, de-duplicated
 ids, list markers dropped, fragments merged, ``Document [n]`` rewritten in the hypothesis).

@@ -24,7 +24,7 @@ class GingerContext(BaseContext):
 
     max_new_tokens: int = knob(400, "Maximum tokens per LLM call (detection copies a passage in the tagged format, so it needs room).")
     top_n: int = knob(20, "Use the first top_n documents as the passages (the paper: 5, 10 or 20). 0 = all given.")
-    detect_format: str = knob("json", "Nugget detection output: json (a JSON list of verbatim spans; measured more reliable with the embedded 1.5B model, see README) or tagged (the paper's: the passage copied with nuggets inside <IN>...</IN>).", choices=DETECT_FORMATS)
+    detect_format: str = knob("json", "Nugget detection output: json (a JSON list of verbatim spans, which a small model follows more reliably than the tagged copy) or tagged (the paper's: the passage copied with nuggets inside <IN>...</IN>).", choices=DETECT_FORMATS)
     fuzzy_threshold: float = knob(90.0, "A span the LLM returns is kept only when found in its passage: exactly, or (rapidfuzz partial ratio) at least this similar; the passage's own text at the aligned offsets is kept.", ge=0.0, le=100.0)
     min_nugget_words: int = knob(3, "Drop detected spans shorter than this many words (stray words the model tags).", ge=1)
     clustering: str = knob("bertopic", "Facet clustering: bertopic (UMAP + HDBSCAN on our MiniLM embeddings, offline) or lsa (TF-IDF + TruncatedSVD, the paper's ablation).", choices=CLUSTERINGS)

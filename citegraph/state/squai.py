@@ -72,13 +72,11 @@ class SquaiContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
                           choices=("chunk", "document"))
     max_evidence: int = knob(2, "Supporting sentences stored per citation: the verifier's best entailing sentences of the "
                                 "cited document.", ge=1)
-    citation_retries: int = knob(1, "Agent 4: a reply that cites none of the merged documents is asked again this many times, "
-                                    "in the same conversation, to add [n] citations (the paper has no such step; the embedded "
-                                    "1.5B model often writes a fluent answer with no citation despite the rules and "
-                                    "exemplars). It costs a call only when the first reply cites nothing; on the embedded "
-                                    "model it never helped (0 of 13 retries in the 30-question unarXive benchmark, README), "
-                                    "so 0 saves that call there. 0 = keep the first reply. Not used with cite_format=constrained "
-                                    "(every sentence cites by construction).", ge=0, le=3)
+    citation_retries: int = knob(1, "Agent 4, cite_format=free: a reply that cites none of the merged documents is asked "
+                                    "again this many times, in the same conversation, to add [n] citations (the paper has no "
+                                    "such step). It costs a call only when the first reply cites nothing. 0 = keep the first "
+                                    "reply. Not used with cite_format=constrained (every sentence cites by construction).",
+                                 ge=0, le=3)
     cite_format: str = knob("constrained", CITE_FORMAT_HELP + " Agent 4 (compose) uses it; constrained by default "
                                            "because every answer sentence must be checkable against the merged documents, "
                                            "and free decoding of the embedded model mostly writes no [n].",
@@ -95,10 +93,10 @@ class RagContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
                       ge=1, le=50)
     candidate_factor: int = knob(2, "Each retriever contributes candidate_factor*top_k candidates to the hybrid fusion.", ge=1)
     max_doc_words: int = knob(300, "Truncate each document to this many words in the prompt (0 = no limit).")
-    citation_retries: int = knob(1, "A reply that cites none of the documents is asked again this many times, in the same "
-                                    "conversation, to add [n] citations (as for SQuAI's Agent 4, so that the two systems are "
-                                    "compared on equal terms; on the embedded model it helped 0 of 25 times in the 30-question unarXive "
-                                    "benchmark, README). 0 = keep the first reply. Not used with cite_format=constrained.", ge=0, le=3)
+    citation_retries: int = knob(1, "cite_format=free: a reply that cites none of the documents is asked again this many "
+                                    "times, in the same conversation, to add [n] citations (as for SQuAI's Agent 4, so that "
+                                    "the two systems are compared on equal terms). 0 = keep the first reply. Not used with "
+                                    "cite_format=constrained.", ge=0, le=3)
     cite_format: str = knob("constrained", CITE_FORMAT_HELP + " Constrained by default for the same reason as squai's "
                                            "(compared on equal terms).", choices=CITE_FORMATS)
 

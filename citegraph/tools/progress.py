@@ -4,7 +4,7 @@ Long nodes say where they are: ``emit("raac_round", round=2, of=5, total=14)``. 
 the event goes to LangGraph's stream writer (Studio and the SDK show it under the ``custom`` stream
 mode; ``citegraph ask`` prints it under its progress line); outside a run, or when nobody streams the
 ``custom`` mode, it costs nothing and goes nowhere. Every event is a JSON-able dict with an
-``event`` name; the names and their fields are listed in the README ("Watching a run").
+``event`` name; the names and their fields are listed in docs/operations.md ("Watching a run").
 """
 
 from __future__ import annotations
