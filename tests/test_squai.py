@@ -332,7 +332,7 @@ def test_constrained_final_call_gets_the_grammar_over_its_documents(scripted, ve
 
     spec, model = scripted(script('{"split": false, "sub_questions": []}', "Quantum computing uses qubits [1] [12]."),
                            judge=relevant)
-    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0]))  # constrained is the default
+    state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], attribution="off"))  # constrained is the default
     final = [c for c in model.calls if "grammar" in c["kwargs"]]
     n = len(state["merged"]) if graph_name == "squai" else len(state["retrieved"])
     assert len(final) == 1 and final[0]["kwargs"]["grammar"] == citation_grammar(n, max_sentences=5)
