@@ -236,3 +236,12 @@ def test_ask_save_writes_what_show_reads_and_never_overwrites(tmp_path, capsys, 
     before = out.read_bytes()
     assert main(argv) == 2  # an existing file is never overwritten
     assert "exists" in capsys.readouterr().err and out.read_bytes() == before
+
+
+def test_a_document_that_supports_only_as_a_whole_shows_its_two_best_sentences(verifier):
+    docs = [Document(id="a", text="Alpha was founded in 1901. Ann started it. Its logo is blue.")]
+    out = attribute_answer(_answer(docs, ("Alpha was founded in 1901 by Ann.", [])), verifier, mode="repair")
+    s = out.sentences[0]
+    assert s.citations == [1] and s.support == "supported"
+    assert [e.text for e in s.evidence] == ["Alpha was founded in 1901.", "Ann started it."]
+    assert all(e.score < 0.99 for e in s.evidence)  # neither sentence entails it alone

@@ -226,8 +226,10 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
         have = {e.doc for e in evidence}
         for c in sorted(cits):
             if c not in have:  # the document's best sentences for this answer sentence, with their scores
-                evidence += [Evidence(doc=c, text=x, score=round(v, 4))
-                             for v, x in sent_scores(i, c)[:max(1, max_evidence)]]
+                ranked = sent_scores(i, c)
+                # no sentence entails it alone (the document does, as a whole): its two best sentences
+                k = max(1, max_evidence) if ranked[0][0] >= thr else max(2, max_evidence)
+                evidence += [Evidence(doc=c, text=x, score=round(v, 4)) for v, x in ranked[:k]]
         out_sents.append(CitedSentence(text=s.text, citations=sorted(cits), evidence=evidence,
                                        support=support, support_score=round(score, 4)))
     out = answer.model_copy(update={"sentences": out_sents, "warnings": list(answer.warnings),
