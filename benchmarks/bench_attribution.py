@@ -80,7 +80,7 @@ def variants(methods: list[str], formats: list[str]) -> list[tuple[str, str, dic
     out = []
     for m in methods:
         has = any(f.name == "cite_format" for f in __import__("dataclasses").fields(context_class(m)))
-        for fmt in (formats if has else [None]):
+        for fmt in (formats if has and formats else [None]):  # --formats "": the Context default, unlabelled
             over = {"attribution": "off"}
             if fmt:
                 over["cite_format"] = fmt
