@@ -151,6 +151,7 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--report-only", action="store_true", help="print the tables from the journals; run nothing new")
     ap.add_argument("--no-generate", action="store_true", help="score only the items already generated")
+    ap.add_argument("--modes", default=",".join(MODES), help="attribution modes to report (off,repair,strict)")
     a = ap.parse_args()
     out = Path(a.out)
     items = load_items(a.data, limit=a.limit)
@@ -161,12 +162,13 @@ def main() -> int:
             gen = read_journal(out / slug(label) / "answers.jsonl")
         else:
             gen = generate(label, method, over, items, a.llm, out, a.stage_verifier)
+        gen = {it.id: gen[it.id] for it in items if it.id in gen}  # the first --limit items only
         if not gen:
             continue
         ids = [it.id for it in items if it.id in gen]
         mine = [it for it in items if it.id in gen]
         ctx = make_context(method)
-        for mode in MODES:
+        for mode in [m for m in a.modes.split(",") if m in MODES]:
             if mode == "off":
                 answers, stage_s = gen, None
             else:
