@@ -13,6 +13,13 @@ from citegraph.state.base import BaseContext
 log = logging.getLogger("citegraph")
 
 
+def hit_document(hit: Any, corpus: str) -> Any:
+    """A search hit as a Document, with its provenance and retrieval score and rank in its metadata."""
+    d = hit.chunk.to_document()
+    d.metadata.update({"retrieval_score": hit.score, "retrieval_rank": hit.rank, "corpus": corpus})
+    return d
+
+
 def retrieve(state: Any, runtime: Runtime[BaseContext]) -> dict:
     """With a ``corpus`` knob and no input documents: the ``top_k`` chunks retrieved for the question
     (``retrieval_mode``, ``retrieval_alpha``) become the documents, each with its provenance (document id,
@@ -28,11 +35,7 @@ def retrieve(state: Any, runtime: Runtime[BaseContext]) -> dict:
 
         hits = open_corpus(ctx.corpus).search(state.question, k=ctx.top_k, mode=ctx.retrieval_mode,
                                               alpha=ctx.retrieval_alpha)
-        docs = []
-        for h in hits:
-            d = h.chunk.to_document()
-            d.metadata.update({"retrieval_score": h.score, "retrieval_rank": h.rank, "corpus": ctx.corpus})
-            docs.append(d)
+        docs = [hit_document(h, ctx.corpus) for h in hits]
         out["documents"] = docs
     if docs and not getattr(type(ctx), "documents_are_a_corpus", True) and hasattr(ctx, "llm"):
         bounded = bound_to_model(ctx, state.question, docs)

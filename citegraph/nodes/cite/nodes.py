@@ -8,6 +8,7 @@ from langgraph.runtime import Runtime
 
 from citegraph.errors import InputError
 from citegraph.nodes.attribution import attribute_answer
+from citegraph.nodes.retrieve import hit_document
 from citegraph.prompts.cite import rewrite_prompt
 from citegraph.state import AttributedAnswer, CitedSentence, Document
 from citegraph.state.cite import CiteContext, CiteState
@@ -30,9 +31,7 @@ def _retrieve_per_sentence(texts: list[str], ctx: CiteContext) -> tuple[list[Doc
         for h in corpus.search(t, k=ctx.top_k, mode=ctx.retrieval_mode, alpha=ctx.retrieval_alpha):
             key = h.chunk.id
             if key not in where:
-                d = h.chunk.to_document()
-                d.metadata.update({"retrieval_score": h.score, "corpus": ctx.corpus})
-                docs.append(d)
+                docs.append(hit_document(h, ctx.corpus))
                 where[key] = len(docs)
             mine.append(where[key])
         cands.append(mine)
