@@ -10,12 +10,13 @@ Kill moments, seeded: even-numbered kills right after a randomly chosen Chroma w
 (``call``); odd-numbered ones at a random moment within the clean run's write span, from the parent
 (``timer``: these may land inside a Chroma call). Per scenario, first a clean run (no kill) counts the
 write calls and times them; then, per kill: a fresh index (``build``: empty; ``add``: a copy of the
-index of the old versions), the killed child, an open of the killed index (``stale after kill``:
-sparse rows that do not index their chunk's stored text + BM25 hits for a document's marker word
-that lack it: what a reader would see before anyone re-runs; also the documents a reader cannot find
-then: incomplete ones are hidden, replaced ones whose old chunks were deleted and new ones not yet
-written are missing, until the re-run), the same build/add again in this
-process, and the audit (``tests/index_kill.py: audit``):
+index of the old versions), the killed child, an open of the killed index — which finishes the
+killed batch from the writer's journal (``healed on open``: its documents, and the seconds the open
+took) — then what a reader sees before anyone re-runs (``stale after kill``: sparse rows that do
+not index their chunk's stored text + BM25 hits for a document's marker word that lack it; the
+documents not searchable: ``build`` documents of later batches, never written, and for ``add``
+replaced documents whose old chunks are gone and new ones not written: 0 expected once healed),
+the same build/add again in this process, and the audit (``tests/index_kill.py: audit``):
 
 * lost: chunks of the current documents the store does not hold;
 * duplicated: chunks held beyond the documents' own (an old version's tail, a document twice) and
@@ -125,18 +126,24 @@ def scenario(name: str, what: str, base: Path | None, corpus: Path, docs: list[d
     clean_audit = audit(clean, docs, markers, gone)
     row = {"scenario": name, "chunks": rep.total_chunks, "writes": writes, "clean_s": clean_s, "clean": clean_audit,
            "kills": 0, "kinds": [], "stale_after_kill": 0, "incomplete_after_kill": 0, "missing_after_kill": 0, "lost": 0, "duplicated": 0,
-           "stale": 0, "resumed": 0, "rerun_s": []}
+           "stale": 0, "resumed": 0, "rerun_s": [], "healed": 0, "heal_s": [], "missing_replaced": 0}
     print(f"{name}: clean run {clean_s:.1f} s, {writes} write calls, {rep.total_chunks} chunks, audit {clean_audit}", flush=True)
     for k in range(kills):
         kind = "call" if k % 2 == 0 else "timer"
         index = fresh(f"k{k}")
         killed, where = kill_child(kind, rng, what, corpus, index, embedder, writes, span, work)
+        t0 = time.perf_counter()
         after = Corpus.open(index)
+        heal_s = time.perf_counter() - t0
         stale_now = sparse_mismatches(after) + sum(
             word not in h.chunk.text for word in [*markers.values(), *gone] for h in after.search(word, k=3, mode="bm25"))
         incomplete = len(after.incomplete_docs)
         visible = {_doc_of(i) for i in after._ensure_sparse().ids}
         missing = sum(d["id"] not in visible for d in docs)
+        missing_replaced = sum(d["id"] not in visible for d in docs) if what == "add" else 0
+        row["healed"] += after.healed
+        row["heal_s"].append(heal_s)
+        row["missing_replaced"] += missing_replaced
         t0 = time.perf_counter()
         rep = run_in_process(index)
         rerun = time.perf_counter() - t0
@@ -151,7 +158,7 @@ def scenario(name: str, what: str, base: Path | None, corpus: Path, docs: list[d
         for key in ("lost", "duplicated", "stale"):
             row[key] += a[key]
         print(f"  kill {k + 1} ({kind}, {where}): {'killed' if killed else 'FINISHED BEFORE THE KILL'}; "
-              f"after kill: {stale_now} stale, {incomplete} incomplete docs hidden, {missing} of {len(docs)} not searchable; re-run {rerun:.1f} s "
+              f"next open healed {after.healed} docs in {heal_s:.1f} s; then {stale_now} stale, {incomplete} incomplete docs hidden, {missing} of {len(docs)} not searchable; re-run {rerun:.1f} s "
               f"({rep.docs_resumed} resumed, {rep.docs_added} added, {rep.docs_updated} updated); audit {a}", flush=True)
         shutil.rmtree(index, ignore_errors=True)
     shutil.rmtree(clean, ignore_errors=True)
@@ -190,18 +197,25 @@ def main() -> None:
                              a.add_kills, rng, embedder, work))
     print()
     print(f"embedder {a.embedder}, seed {a.seed}; per scenario: kills that landed (call / timer), then after the kills, summed")
-    print("| scenario | chunks | write calls | clean run s | kills (call/timer) | stale after kill, before re-run | incomplete docs hidden after kill "
-          "| docs not searchable after kill | docs resumed | lost | duplicated | stale | re-run s (median) |")
-    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| scenario | chunks | write calls | clean run s | kills (call/timer) | docs healed on the next open | that open s (median) "
+          "| stale after it, before re-run | incomplete docs hidden | docs not searchable (never written) | replaced docs missing "
+          "| docs resumed by the re-run | lost | duplicated | stale | re-run s (median) |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+    def med(xs):
+        return sorted(xs)[len(xs) // 2] if xs else 0.0
+
     for r in rows:
         kinds = f"{r['kills']} ({r['kinds'].count('call')}/{r['kinds'].count('timer')})"
-        med = sorted(r["rerun_s"])[len(r["rerun_s"]) // 2] if r["rerun_s"] else 0.0
-        print(f"| {r['scenario']} | {r['chunks']} | {r['writes']} | {r['clean_s']:.1f} | {kinds} | {r['stale_after_kill']} "
-              f"| {r['incomplete_after_kill']} | {r['missing_after_kill']} | {r['resumed']} | {r['lost']} | {r['duplicated']} | {r['stale']} | {med:.1f} |")
-    total = {k: sum(r[k] for r in rows) for k in ("kills", "lost", "duplicated", "stale", "stale_after_kill")}
+        never = r["missing_after_kill"] - r["missing_replaced"]
+        print(f"| {r['scenario']} | {r['chunks']} | {r['writes']} | {r['clean_s']:.1f} | {kinds} | {r['healed']} | {med(r['heal_s']):.1f} "
+              f"| {r['stale_after_kill']} | {r['incomplete_after_kill']} | {never} | {r['missing_replaced']} | {r['resumed']} "
+              f"| {r['lost']} | {r['duplicated']} | {r['stale']} | {med(r['rerun_s']):.1f} |")
+    total = {k: sum(r[k] for r in rows) for k in ("kills", "lost", "duplicated", "stale", "stale_after_kill", "missing_replaced")}
     clean_bad = sum(sum(r["clean"].values()) for r in rows)
     print(f"\ntotal: {total['kills']} kills; lost {total['lost']}, duplicated {total['duplicated']}, stale {total['stale']} "
-          f"after the re-runs; {total['stale_after_kill']} stale between a kill and its re-run; clean runs' audits: {clean_bad} problems")
+          f"after the re-runs; {total['stale_after_kill']} stale and {total['missing_replaced']} replaced documents missing between a "
+          f"kill and its re-run; clean runs' audits: {clean_bad} problems")
 
 
 if __name__ == "__main__":

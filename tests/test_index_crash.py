@@ -78,13 +78,25 @@ def test_killed_build_of_a_many_batch_document_is_finished_by_the_rerun(tmp_path
         idx = tmp_path / f"idx{kill_at}"
         r = child(kill_at, "build", corpus, idx, tiny)
         assert r.returncode == -9, (kill_at, r.stderr[-2000:])
-        # between the kill and the re-run: searches agree with the store; a half-written document is not searched
+        # the next open finishes the killed batch from the writer's journal (every document of this
+        # corpus is in the first batch); searches agree with the store
+        healed = Corpus.open(idx)
+        assert healed.healed == 3 and not healed.incomplete_docs, kill_at
         assert stale_searches(idx, list(markers.values())) == 0
         rep = build_index(corpus, idx, chunk_tokens=32, embedder=tiny, write_batch=16)
-        assert rep.docs_added + rep.docs_resumed >= 1 or kill_at == writes - 1
-        kept.append(rep.chunks_kept)
+        assert rep.docs_unchanged == 3, kill_at
+        kept.append(healed.heal_report.chunks_kept)
         assert audit(idx, docs, markers) == {"lost": 0, "duplicated": 0, "stale": 0}, kill_at
     assert max(kept) > 0  # a document cut off half-way resumes: the chunks already written are not embedded again
+    # without the journal (a writer older than it, or a journal removed by hand) the re-run finishes it
+    idx = tmp_path / "nojournal"
+    r = child(writes // 2, "build", corpus, idx, tiny)
+    assert r.returncode == -9
+    (idx / "pending.jsonl").unlink()
+    assert stale_searches(idx, list(markers.values())) == 0
+    rep = build_index(corpus, idx, chunk_tokens=32, embedder=tiny, write_batch=16)
+    assert rep.docs_added + rep.docs_resumed >= 1
+    assert audit(idx, docs, markers) == {"lost": 0, "duplicated": 0, "stale": 0}
     # the issue's case on a finished index: a document's tail gone (chunk 0 still there) is written again
     c = Corpus.open(idx)
     tail = [ch.id for ch in c.chunks() if ch.doc_id == "d0"][-20:]
@@ -122,6 +134,45 @@ def test_killed_add_that_replaces_documents_never_leaves_search_stale(tmp_path, 
         add_to_index(c_new, idx, write_batch=16, batch_docs=8)
         got = audit(idx, new, new_marks, old_marks)
         assert got == {"lost": 0, "duplicated": 0, "stale": 0}, kill_at
+
+
+def test_killed_add_heals_on_the_next_open_without_a_rerun(tmp_path, tiny):
+    """Killed right after a batch's old chunks were deleted (and at two seeded moments), the next open
+    finishes the batch from the writer's journal: no document is missing, each is whole in its old or
+    new version, the killed batch's ones in the new; no re-run of `index add`."""
+    old = [doc(i, "old") for i in range(24)]
+    new = [doc(i, "new") for i in range(24)]
+    c_old, c_new = write_jsonl(tmp_path / "old.jsonl", old), write_jsonl(tmp_path / "new.jsonl", new)
+    base = tmp_path / "base"
+    build_index(c_old, base, chunk_tokens=32, embedder=tiny)
+    scratch = tmp_path / "scratch"
+    shutil.copytree(base, scratch)
+    with counting_writes() as calls:
+        add_to_index(c_new, scratch, write_batch=16, batch_docs=8)
+    # each batch of 8 documents begins with its deletes (one call per 16 chunks)
+    deletes = [n for n, (m, _) in enumerate(calls, 1) if m == "delete" and calls[n - 2][0] != "delete"]
+    assert len(deletes) == 3
+    for kill_at in sorted({deletes[1], *random.Random(11).sample(range(deletes[0], len(calls) - 1), 2)}):
+        idx = tmp_path / f"idx{kill_at}"
+        shutil.copytree(base, idx)
+        r = child(kill_at, "add", c_new, idx, tiny, "--batch-docs", "8")
+        assert r.returncode == -9, (kill_at, r.stderr[-2000:])
+        assert (idx / "pending.jsonl").exists(), kill_at  # killed between a batch's first and last change
+        c = Corpus.open(idx)
+        assert c.healed == 8 and not (idx / "pending.jsonl").exists(), kill_at
+        assert not c.incomplete_docs, kill_at
+        versions = {}
+        for i in range(24):
+            found = [v for v in ("old", "new") if any(h.chunk.doc_id == f"d{i}" for h in c.search(mark(i, v), k=1, mode="bm25"))]
+            versions[i] = found
+        assert all(len(v) == 1 for v in versions.values()), (kill_at, versions)  # none missing, none mixed
+        killed_batch = max(b for b, first in enumerate(deletes) if first <= kill_at)  # its deletes come first
+        assert all(versions[i] == ["new"] for i in range(8 * killed_batch + 8)), (kill_at, versions)
+        assert stale_searches(idx, [mark(i, v) for i in range(24) for v in ("old", "new")]) == 0
+        # the re-run then finishes the rest and the index is the new corpus exactly
+        add_to_index(c_new, idx, write_batch=16, batch_docs=8)
+        assert audit(idx, new, {f"d{i}": mark(i, "new") for i in range(24)}, [mark(i, "old") for i in range(24)]) == \
+            {"lost": 0, "duplicated": 0, "stale": 0}
 
 
 def test_two_index_adds_on_one_folder_run_one_after_the_other(tmp_path, tiny):

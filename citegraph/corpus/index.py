@@ -28,6 +28,11 @@ duplicated or half-written document):
   it again): the chunks the killed run wrote for the same content (same hash and count) are kept, the
   rest, chunk 0 included, deleted and written. Searches leave out a document that is incomplete (no chunk 0, or too few chunks), so
   a reader sees each document whole or not at all.
+* Before it deletes or writes a batch's chunks, a writer saves the batch's documents (their new text)
+  to ``pending.jsonl`` in the index folder (written whole, fsynced, renamed into place) and removes it
+  once the batch's last chunk 0 is written. A killed writer leaves it behind, and the next process that
+  opens the index (a search or a writer) finishes the batch from it under the lock, so a killed
+  ``index add`` that replaced documents heals on the next open instead of leaving them missing.
 * The sparse side is saved into a fresh version folder and made current by replacing
   ``current.json`` (an atomic rename), only by a process holding the lock.
 
@@ -99,6 +104,7 @@ class IndexReport:
     docs_resumed: int = 0  # documents a killed run left incomplete, written again
     chunks_added: int = 0
     chunks_kept: int = 0  # chunks an interrupted run had written for the same content, not written again
+    docs_healed: int = 0  # documents of a killed writer's last batch, finished from its journal first
     chunks_deleted: int = 0
     total_chunks: int = 0
     seconds: float = 0.0
@@ -111,6 +117,7 @@ class IndexReport:
                 f"{self.docs_unchanged} unchanged"
                 + (f", {self.docs_resumed} resumed (left incomplete by an interrupted run; {self.chunks_kept} of their "
                    "chunks kept)" if self.docs_resumed else "")
+                + (f", {self.docs_healed} finished from a killed run's journal" if self.docs_healed else "")
                 + f"; {self.chunks_added} chunks added, {self.chunks_deleted} "
                 f"removed; index holds {self.total_chunks} chunks; {self.seconds:.1f} s"
                 + (f"; {len(self.bad_lines)} bad line(s)" if self.bad_lines else ""))
@@ -283,6 +290,8 @@ class Corpus:
         self._sparse: _Sparse | None = None
         self._stamp: str | None = None
         self._ephemeral = _ephemeral
+        self.healed = 0  # documents of a killed writer's batch this open finished (Corpus.open)
+        self.heal_report: IndexReport | None = None  # what finishing them did
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -294,8 +303,31 @@ class Corpus:
             raise InputError(f"no index at {spec} (build one with: citegraph index build --corpus FILE --index {spec})")
         col = _get_collection(client_fn(), name, create=False, display=display)
         c = cls(col, local, _settings_of(col, display), display, candidates)
+        c.healed = c._heal()
         c._ensure_sparse()
         return c
+
+    def _heal(self) -> int:
+        """Finish a killed writer's last batch from its journal (see the module doc) when no writer is
+        running; returns how many documents it held (0: nothing to finish, or a writer holds the lock
+        and will finish it itself)."""
+        from filelock import Timeout
+
+        if self.local_dir is None or not (self.local_dir / PENDING).exists():
+            return 0
+        lock = _lock_for(self.local_dir)
+        try:
+            lock.acquire(timeout=0)
+        except (Timeout, OSError):  # a writer is running, or the folder is read-only
+            return 0
+        try:
+            self.heal_report = IndexReport()
+            n = _finish_pending(self._col, self.settings, self.local_dir, self.heal_report)  # sets a fresh stamp
+            if n:
+                emit("index_heal", documents=n, index=self.name)
+            return n
+        finally:
+            lock.release()
 
     @classmethod
     def from_documents(cls, docs: Iterable[Any], chunk_tokens: int = 256, *, overlap_tokens: int = 0,
@@ -601,10 +633,11 @@ def _set_stamp(col, stamp: str) -> None:
 
 def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine], rep: IndexReport,
               on_progress: Callable[[IndexReport], None] | None, batch_docs: int = 64,
-              write_batch: int = WRITE_BATCH) -> bool:
+              write_batch: int = WRITE_BATCH, journal: Path | None = None) -> bool:
     """Chunk, embed and write ``docs`` batch by batch with the crash-safe protocol of the module doc;
     returns whether anything changed. A second document with an id already read in this run is
-    skipped and reported as a bad line (the first one is indexed)."""
+    skipped and reported as a bad line (the first one is indexed). ``journal``: where each batch's
+    documents are saved before its first change and removed after its last (see the module doc)."""
     from citegraph.tools.embeddings import embed
 
     writing = False
@@ -654,6 +687,8 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
             todo.append(i)
         if not todo:
             return
+        if journal is not None:
+            _write_pending(journal, [batch[i] for i in todo])
         begin_write()
         chunked = {i: _chunk_doc(batch[i], settings) for i in todo}
         # a killed run's chunks of the same content are kept (same hash and chunk count under the same
@@ -708,6 +743,8 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
             embed_and_write(pending)
         for off in range(0, len(firsts), write_batch):
             write(firsts[off: off + write_batch], np.stack(first_vecs[off: off + write_batch]))
+        if journal is not None:
+            journal.unlink(missing_ok=True)
 
     batch: dict[str, SourceDoc] = {}
     for n, d in enumerate(docs, 1):
@@ -734,6 +771,48 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
     if writing or was_interrupted:  # committed last
         _set_stamp(col, uuid.uuid4().hex)
     return writing
+
+
+# ----------------------------------------------------------------------------------- the journal
+PENDING = "pending.jsonl"
+
+
+def _write_pending(path: Path, docs: list[SourceDoc]) -> None:
+    """The documents of the batch about to be written, saved whole before any of its changes."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for d in docs:
+            f.write(json.dumps({"id": d.id, "title": d.title, "text": d.text, "metadata": d.metadata,
+                                "path": d.path, "line": d.line}, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _read_pending(path: Path) -> list[SourceDoc]:
+    """The documents a killed writer was writing (an unreadable journal: none, it is not ours to fix)."""
+    docs = []
+    try:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            docs.append(SourceDoc(id=r["id"], title=r["title"], text=r["text"], metadata=r.get("metadata") or {},
+                                  path=r.get("path") or "", line=int(r.get("line") or 0)))
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return docs
+
+
+def _finish_pending(col, settings: dict[str, Any], local: Path, rep: IndexReport | None = None) -> int:
+    """Finish the batch a killed writer left in ``local/pending.jsonl`` (the caller holds the lock);
+    returns how many documents it held."""
+    journal = local / PENDING
+    if not journal.exists():
+        return 0
+    docs = _read_pending(journal)
+    if docs:
+        _add_docs(col, settings, docs, rep or IndexReport(), None, journal=journal)
+    journal.unlink(missing_ok=True)
+    return len(docs)
 
 
 def _progress(rep: IndexReport, on_progress: Callable[[IndexReport], None] | None) -> None:
@@ -810,7 +889,14 @@ def _index(corpus, index, settings, *, create: bool, local_dir, on_progress, bat
                 raise InputError(f"{display} was built with other settings ({', '.join(f'{k}={have.get(k)!r}' for k in diff)}); "
                                  "use `citegraph index add` to add with its settings, or a new index")
         rep = IndexReport()
-        _add_docs(col, have, docs, rep, on_progress, batch_docs=batch_docs, write_batch=write_batch)
+        journal = local / PENDING
+        if journal.exists():  # a killed writer's batch first: its documents' old chunks may be gone already
+            healed = IndexReport()
+            _finish_pending(col, have, local, healed)
+            rep.docs_healed = healed.docs_resumed + healed.docs_updated + healed.docs_added
+            rep.chunks_added += healed.chunks_added
+            rep.chunks_deleted += healed.chunks_deleted
+        _add_docs(col, have, docs, rep, on_progress, batch_docs=batch_docs, write_batch=write_batch, journal=journal)
         c = Corpus(col, local, have, display)
         c._ensure_sparse()  # rebuilt from Chroma when the stamp moved (and saved: this process holds the lock)
         rep.total_chunks = len(c)
