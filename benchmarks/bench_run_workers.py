@@ -14,8 +14,11 @@ drawn with ``--seed``; a killed worker is not restarted). Per run:
 
 - wall: from starting the workers to the last surviving worker's exit (process start included: on
   a small shared machine, starting 4 Python processes at once takes seconds);
-  model span: from the moment every worker is working (the server holds the first request of each
-  worker until all have sent one) to the last reply: the part of the job the workers share;
+  start-up: from starting the workers to the last worker's first request (Python start, imports,
+  the graph, the database); model span: from the moment every worker is working (the server holds
+  the first request of each worker until all have sent one) to the last reply: the part of the job
+  the workers share; tail: from the last reply to the last worker's exit (waiting for the others,
+  writing the whole job to its output);
 - lost: items missing from a surviving worker's output; duplicated: an item twice in one output;
   finished twice: items two workers answered (``late_finishes`` in the table; the late answer is
   dropped); asked twice: items whose request reached the server more than once (a killed worker's
@@ -139,7 +142,8 @@ def one_run(pg, name: str, data: Path, n_items: int, workers: int, delay: float,
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-        wall = time.perf_counter() - t0
+        t_end = time.perf_counter()
+        wall = t_end - t0
     ids = [f"item{i}" for i in range(n_items)]
     lost = dup = mismatched = 0
     for w in errs:
@@ -152,7 +156,8 @@ def one_run(pg, name: str, data: Path, n_items: int, workers: int, delay: float,
         late = conn.execute("SELECT coalesce(sum(late_finishes), 0) FROM citegraph_work").fetchone()[0]
     asked = Counter(q for _, q in replies.log)
     new = [int(m.group(1)) for e in errs.values() for m in [re.search(r"wrote \S+: (\d+) new", e)] if m]
-    return {"workers": workers, "kills": len(killed), "wall": wall,
+    return {"workers": workers, "kills": len(killed), "wall": wall, "startup": replies.t_go - t0,
+            "tail": t_end - max(replies.done_at),
             "span": max(replies.done_at) - replies.t_go, "lost": lost, "dup": dup,
             "mismatched": mismatched, "late": int(late), "asked_twice": sum(1 for n in asked.values() if n > 1),
             "takeover": takeover, "per_worker_new": new}
@@ -165,6 +170,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--kills", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--runs", default="one,many,kills", help="which of the three runs (the first given is the base)")
     a = ap.parse_args()
     reason = pg_server.unavailable()
     if reason:
@@ -175,21 +181,26 @@ def main() -> None:
                                  "docs": [{"title": f"T{i}", "text": f"Fact {i} is true."}]} for i in range(a.items)]))
     holds = sorted(random.Random(a.seed).sample(range(a.workers + 1, a.items // 2), a.kills))
     rows = []
+    load0 = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     with pg_server.PostgresServer() as pg:
         for name, workers, hold in (("one", 1, []), ("many", a.workers, []), ("kills", a.workers, holds)):
+            if name not in a.runs.split(","):
+                continue
             r = one_run(pg, name, data, a.items, workers, a.delay, hold, tmp)
             rows.append(r)
             print(f"{name}: {r}", file=sys.stderr, flush=True)
     base = rows[0]
     print(f"\n{a.items} items, vanilla through openai:fake at {a.delay} s per request (loopback fake server), "
           f"one PostgreSQL (--workers-db), seed {a.seed}; SIGKILLs at requests {holds}\n")
-    print("| workers | SIGKILLs | wall (s) | speed-up (wall) | model span (s) | speed-up (span) | items lost | duplicated "
+    print(f"load average before the runs: {load0}; machine: {os.cpu_count()} CPUs")
+    print("| workers | SIGKILLs | wall (s) | speed-up (wall) | start-up: to every worker's first request (s) | model span (s) "
+          "| speed-up (span) | tail: last reply to last exit (s) | items lost | duplicated "
           "| mismatched | finished twice | asked twice | take-over after kill (s) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         tk = ", ".join(f"{t:.2f}" for t in r["takeover"]) or "–"
-        print(f"| {r['workers']} | {r['kills']} | {r['wall']:.1f} | {base['wall'] / r['wall']:.2f}× | {r['span']:.1f} "
-              f"| {base['span'] / r['span']:.2f}× | {r['lost']} | {r['dup']} | {r['mismatched']} | {r['late']} "
+        print(f"| {r['workers']} | {r['kills']} | {r['wall']:.1f} | {base['wall'] / r['wall']:.2f}× | {r['startup']:.1f} | {r['span']:.1f} "
+              f"| {base['span'] / r['span']:.2f}× | {r['tail']:.1f} | {r['lost']} | {r['dup']} | {r['mismatched']} | {r['late']} "
               f"| {r['asked_twice']} | {tk} |")
 
 
