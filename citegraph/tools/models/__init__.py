@@ -45,6 +45,19 @@ _registry: dict[str, BaseChatModel] = {}
 _registry_lock = threading.Lock()
 
 
+class LocalChatModel(BaseChatModel):
+    """A chat model evaluated in this process (llama.cpp, the scripted test model of
+    :mod:`citegraph.testing`): it is called with ``max_tokens`` and takes a ``grammar`` (GBNF text that
+    constrains its reply, as :func:`cited_sentences` passes), its failures are not a server's (no retry
+    for a network fault), and it answers Yes/No judgements itself (``yes_probability``,
+    ``yes_no_log_odds``; with ``<method>_counted`` returning the prompt tokens too)."""
+
+    @property
+    def endpoint(self) -> str:
+        """What a failure message names."""
+        return f"model {type(self).__name__}"
+
+
 # --------------------------------------------------------------------------- llama.cpp backend
 _llamas: dict[tuple, Any] = {}
 _llama_locks: dict[int, threading.Lock] = {}
@@ -136,7 +149,7 @@ def _to_openai(m: BaseMessage) -> dict:
     return {"role": role, "content": m.content if isinstance(m.content, str) else str(m.content)}
 
 
-class LlamaCppChat(BaseChatModel):
+class LlamaCppChat(LocalChatModel):
     """A llama.cpp GGUF chat model (thread-safe: one call at a time per loaded model).
 
     Extra call kwargs: ``temperature``, ``max_tokens``, ``json_schema`` (grammar-constrained JSON),
@@ -157,6 +170,10 @@ class LlamaCppChat(BaseChatModel):
     @property
     def _identifying_params(self) -> dict:
         return {"model_path": self.model_path, "n_ctx": self.n_ctx}
+
+    @property
+    def endpoint(self) -> str:
+        return f"llama.cpp model {os.path.basename(self.model_path)}"
 
     @property
     def llama(self):
@@ -331,7 +348,7 @@ def _two_way(logits, yes: list[int], no: list[int]) -> float:
 
 
 # --------------------------------------------------------------------------- scripted fake
-class ScriptedChatModel(BaseChatModel):
+class ScriptedChatModel(LocalChatModel):
     """A deterministic chat model for tests.
 
     ``script`` is either a list of replies (consumed in order, the last one repeats) or a function
@@ -352,6 +369,10 @@ class ScriptedChatModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "citegraph-scripted"
+
+    @property
+    def endpoint(self) -> str:
+        return "scripted model"
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
         with self._lock:
@@ -509,10 +530,8 @@ def as_messages(prompt: Messages, system: str | None = None) -> list[BaseMessage
 
 def _where(model: Any) -> str:
     """The endpoint a failure message names (a base URL, never a key)."""
-    if isinstance(model, LlamaCppChat):
-        return f"llama.cpp model {os.path.basename(model.model_path)}"
-    if isinstance(model, ScriptedChatModel):
-        return "scripted model"
+    if isinstance(model, LocalChatModel):
+        return model.endpoint
     inner = getattr(model, "bound", model)
     base = getattr(inner, "openai_api_base", None)
     if base or "openai" in type(inner).__name__.lower():
@@ -524,7 +543,7 @@ def _invoke(model: Any, msgs: list[BaseMessage], *, expect_text: bool = True, **
     """``model.invoke`` under the one failure policy (``citegraph.tools.failures``): retries, then a
     one-line ``ModelReplyError`` (the item fails) or ``ModelError`` (the run stops). An empty reply is
     a failure when text is expected."""
-    remote = not isinstance(model, (LlamaCppChat, ScriptedChatModel))
+    remote = not isinstance(model, LocalChatModel)
 
     def once() -> AIMessage:
         msg = model.invoke(msgs, **kwargs)
@@ -560,12 +579,9 @@ def chat_reply(spec: str, prompt: Messages, *, system: str | None = None, **kwar
     """One chat call; returns the text and the finish reason (to tell a reply cut at max_tokens)."""
     model = get_chat_model(spec)
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
-    if isinstance(model, LlamaCppChat) or isinstance(model, ScriptedChatModel):
-        msg = _invoke(model, as_messages(prompt, system), **kwargs)
-    else:
-        if "max_tokens" in kwargs:
-            kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
-        msg = _invoke(model, as_messages(prompt, system), **kwargs)
+    if not isinstance(model, LocalChatModel) and "max_tokens" in kwargs:
+        kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")  # what an OpenAI-compatible server reads
+    msg = _invoke(model, as_messages(prompt, system), **kwargs)
     text = failures.clean_text(msg.content if isinstance(msg.content, str) else str(msg.content))
     meta = getattr(msg, "response_metadata", None) or {}
     finish = meta.get("finish_reason")
@@ -715,13 +731,14 @@ def structured(
 
 def _in_process_judgement(model: Any, msgs: list[BaseMessage], method: str) -> float | None:
     """A Yes/No judgement (``method``: ``yes_probability`` or ``yes_no_log_odds``) by a model that
-    evaluates it in this process -- llama.cpp (its prompt tokens counted) or a scripted fake (its
-    words counted) -- recorded as one LLM call, since no LangChain callback sees it; ``None`` for a
+    evaluates it in this process -- one with ``<method>_counted`` (llama.cpp: its prompt tokens
+    counted) or with ``<method>`` alone (the scripted test model: its words counted) -- recorded as one LLM call, since no LangChain callback sees it; ``None`` for a
     model behind an endpoint (its call goes through LangChain, whose callbacks count it)."""
     from citegraph.tools.usage import record_llm_call
 
-    if isinstance(model, LlamaCppChat):
-        value, n_tokens = getattr(model, f"{method}_counted")(msgs)
+    counted = getattr(model, f"{method}_counted", None)
+    if counted is not None:
+        value, n_tokens = counted(msgs)
         record_llm_call(n_tokens, 1)
         return float(value)
     if hasattr(model, method):
@@ -1002,7 +1019,7 @@ def cited_sentences(
         content = content[: cue.start()] + text + "\n" + cue.group(1) if cue else content + text
         return list(msgs[:-1]) + [type(last)(content)]
 
-    if isinstance(model, (LlamaCppChat, ScriptedChatModel)):
+    if isinstance(model, LocalChatModel):  # it takes a grammar
         reply = chat_reply(spec, with_note(note.text_note(n_docs, **rng)), grammar=citation_grammar(n_docs, **rng), **kwargs)
         sents, notes = sentences_from_text(reply.text, n_docs, truncated=reply.truncated, require_citation=True)
         for s in sents:  # the grammar caps them; a scripted reply is held to the same bound
