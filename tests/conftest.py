@@ -39,7 +39,8 @@ def scripted():
     """Register a scripted chat model under a unique spec; returns (spec, model)."""
     import uuid
 
-    from citegraph.tools.models import ScriptedChatModel, register_chat_model
+    from citegraph.testing import ScriptedChatModel
+    from citegraph.tools.models import register_chat_model
 
     def make(script=None, judge=0.5):
         spec = f"fake:{uuid.uuid4().hex[:8]}"

@@ -23,7 +23,8 @@ from citegraph.cli import main
 from citegraph.errors import InputError
 from citegraph.state import AttributedAnswer, Document
 from citegraph.state.vanilla import VanillaContext
-from citegraph.tools.models import ScriptedChatModel, register_chat_model
+from citegraph.testing import ScriptedChatModel
+from citegraph.tools.models import register_chat_model
 from citegraph.tools.verifier import FunctionVerifier, clear_verifier_cache, register_verifier
 
 DOCS = [Document(id="a", title="Alpha", text="Alpha was founded in 1901 by Ann."),

@@ -29,7 +29,8 @@ FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
 # else at most 0.4 by their overlap.
 PREAMBLE = textwrap.dedent('''
     import re as _re
-    from citegraph.tools.models import ScriptedChatModel as _Scripted, register_chat_model as _reg_model
+    from citegraph.testing import ScriptedChatModel as _Scripted
+    from citegraph.tools.models import register_chat_model as _reg_model
     from citegraph.tools.verifier import Verifier as _Verifier, register_verifier as _reg_verifier
 
     _REPLY = "The Eiffel Tower was built from 1887 to 1889 [1]. Gustave Eiffel's company built it [2]."

@@ -11,8 +11,8 @@ from langgraph.graph import END, START, StateGraph
 
 from citegraph.graphs.registry import build_graph
 from citegraph.state import Document
+from citegraph.testing import ScriptedChatModel
 from citegraph.tools import models
-from citegraph.tools.models import ScriptedChatModel
 from test_raac import Router, fb
 
 DOCS = [Document(id="a", title="Alpha", text="Alpha was founded in 1901 by Ann."),

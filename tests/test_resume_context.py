@@ -20,8 +20,8 @@ from citegraph.graphs.registry import build_graph, make_context, names
 from citegraph.state import Document
 from citegraph.state.base import BaseContext, RunContextState, knob
 from citegraph.state.genprog import GenProgContext
+from citegraph.testing import ScriptedChatModel
 from citegraph.tools import models
-from citegraph.tools.models import ScriptedChatModel
 from test_genprog import DOCS, router
 
 
