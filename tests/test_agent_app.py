@@ -77,7 +77,7 @@ def test_environment_model_answers_a_plain_invoke(monkeypatch):
 
 def test_a_subgraph_under_an_apps_own_context_uses_the_apps_model(monkeypatch):
     local = ScriptedChatModel(script=["the embedded model must not answer"])
-    monkeypatch.setitem(__import__("citegraph.tools.models", fromlist=["_registry"])._registry, "local", local)
+    monkeypatch.setitem(__import__("citegraph.tools.models.registry", fromlist=["_registry"])._registry, "local", local)
     app_model = ScriptedChatModel(script=[ANSWER])
     register_chat_model("scripted-x", app_model)
 

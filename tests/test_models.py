@@ -95,7 +95,9 @@ def test_yes_probability_scripted(scripted):
 
 def test_two_way_softmax():
     import math
-    p = models._two_way([math.log(3.0), math.log(1.0)], [0], [1])
+    from citegraph.tools.models.llamacpp import _two_way
+
+    p = _two_way([math.log(3.0), math.log(1.0)], [0], [1])
     assert p == pytest.approx(0.75)
 
 
@@ -188,7 +190,8 @@ def test_yes_no_log_odds_openai_first_token(openai_env):
 def test_log_odds_sums_variants_and_scripted_judge(scripted):
     import math
 
-    from citegraph.tools.models import _log_odds, yes_no_log_odds
+    from citegraph.tools.models import yes_no_log_odds
+    from citegraph.tools.models.llamacpp import _log_odds
 
     logits = [0.0, math.log(3.0), math.log(1.0), math.log(2.0)]
     assert _log_odds(logits, [1, 2], [3]) == pytest.approx(math.log(4.0) - math.log(2.0))
