@@ -137,6 +137,26 @@ def test_openai_compatible_logprobs_judge(openai_env):
         assert req["logprobs"] is True and req["top_logprobs"] == 20 and req["max_completion_tokens"] == 1
 
 
+def test_both_yes_no_judges_read_the_top_logprobs_alike(openai_env):
+    """The two judges share one path to a server: no logprobs in the reply is a NoLogprobsError (a
+    ModelError) for both; a top list naming neither Yes nor No is P(Yes) 0.5 and log-odds 0."""
+    from citegraph.tools.models import NoLogprobsError, yes_no_log_odds
+
+    plain = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Yes"}}],
+             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    with FakeOpenAI(lambda body: plain) as srv:
+        spec = openai_env(srv.url)
+        for judge in (yes_probability, yes_no_log_odds):
+            with pytest.raises(NoLogprobsError, match="returned no logprobs"):
+                judge(spec, "Is it?")
+        assert len(srv.requests) == 2 and all(r["top_logprobs"] == 20 for r in srv.requests)
+    with FakeOpenAI(lambda body: "Maybe", top_logprobs=[("Maybe", -0.1), ("Perhaps", -1.0)]) as srv:
+        spec = openai_env(srv.url)
+        assert yes_probability(spec, "Is it?") == 0.5
+        assert yes_no_log_odds(spec, "Is it?") == 0.0
+
+
 def test_unreachable_endpoint_is_a_clear_error(openai_env):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

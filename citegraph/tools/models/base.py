@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -29,3 +30,9 @@ def as_messages(prompt: Messages, system: str | None = None) -> list[BaseMessage
         msgs.insert(0, SystemMessage(system))
     return msgs
 
+
+
+def _lse(xs: list[float]) -> float:
+    """log Σ exp(x), computed without overflow."""
+    m = max(xs)
+    return m + math.log(sum(math.exp(x - m) for x in xs))

@@ -18,7 +18,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import PrivateAttr
 
 from citegraph.errors import ModelError, ModelReplyError
-from citegraph.tools.models.base import LocalChatModel
+from citegraph.tools.models.base import LocalChatModel, _lse
 
 _lock = threading.Lock()  # guards the caches below (a model's calls have their own lock)
 _llamas: dict[tuple, Any] = {}
@@ -242,14 +242,7 @@ class LlamaCppChat(LocalChatModel):
 
 def _log_odds(logits, yes: list[int], no: list[int]) -> float:
     """log Σ_yes exp(l) − log Σ_no exp(l): the softmax normaliser cancels, so raw logits suffice."""
-    ly = [float(logits[i]) for i in yes]
-    ln = [float(logits[i]) for i in no]
-
-    def lse(xs: list[float]) -> float:
-        m = max(xs)
-        return m + math.log(sum(math.exp(x - m) for x in xs))
-
-    return lse(ly) - lse(ln)
+    return _lse([float(logits[i]) for i in yes]) - _lse([float(logits[i]) for i in no])
 
 
 _formatters: dict[int, Any] = {}
