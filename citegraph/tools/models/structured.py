@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
 
+from citegraph.prompts.structured import retry_prompt
 from citegraph.tools.models.base import Messages, as_messages
 from citegraph.tools.models.calls import TRUNCATED, chat_reply
 from citegraph.tools.models.llamacpp import LlamaCppChat
@@ -135,10 +136,7 @@ def structured(
         except (ValueError, ValidationError) as e:
             err = str(e).splitlines()[0][:300]
             problems.append(f"{schema.__name__}: {err}")
-            msgs.extend([AIMessage(text), HumanMessage(
-                f"That reply was not valid ({err}). Reply again with only a JSON object that matches "
-                f"this schema:\n{json.dumps(schema.model_json_schema())}"
-            )])
+            msgs.extend([AIMessage(text), HumanMessage(retry_prompt(err, schema.model_json_schema()))])
             raise StructuredOutputError(err) from e
 
     try:
