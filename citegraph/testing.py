@@ -1,8 +1,12 @@
-"""Test doubles for code built on citegraph: a scripted chat model that stands in for an LLM.
+"""Test doubles for code built on citegraph: a scripted chat model that stands in for the LLM, and a
+stub verifier that stands in for the entailment model.
 
-A graph resolves its models from spec strings, so a test registers a :class:`ScriptedChatModel` under a
-spec (``register_chat_model("fake:demo", ScriptedChatModel(script=[...]))``) and runs the graph with
-``llm="fake:demo"``. Production code never imports this module (``tests/test_layers.py`` checks it).
+A graph resolves its models from spec strings, so a test registers a double under a spec and runs the
+graph with that spec: ``spec, model = scripted_model(["An answer [1]."])`` (or
+``register_chat_model("fake:demo", ScriptedChatModel(script=[...]))``) and
+``verifier = stub_verifier(lambda premise, hypothesis: 1.0)``, then
+``graph.invoke(inputs, context={"llm": spec, "verifier": verifier})``. Production code never imports
+this module (``tests/test_layers.py`` checks it).
 """
 
 from __future__ import annotations
@@ -10,13 +14,15 @@ from __future__ import annotations
 import math
 import re
 import threading
-from typing import Any, Iterator
+import uuid
+from typing import Any, Callable, Iterator
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from citegraph.tools.models import LocalChatModel
+from citegraph.tools.models import LocalChatModel, register_chat_model
+from citegraph.tools.verifier import FunctionVerifier, register_verifier
 
 
 class ScriptedChatModel(LocalChatModel):
@@ -88,3 +94,20 @@ class ScriptedChatModel(LocalChatModel):
         """The judge's P(Yes) as log-odds (clipped to [1e-6, 1 - 1e-6])."""
         p = min(max(self.yes_probability(messages), 1e-6), 1 - 1e-6)
         return math.log(p) - math.log(1 - p)
+
+
+def scripted_model(script: Any = None, judge: Any = 0.5, *, spec: str | None = None) -> tuple[str, ScriptedChatModel]:
+    """A :class:`ScriptedChatModel` registered under ``spec`` (default: a fresh ``fake:<id>``), so every
+    graph resolves it; returns ``(spec, model)`` (the model records its ``calls``)."""
+    spec = spec or f"fake:{uuid.uuid4().hex[:8]}"
+    model = ScriptedChatModel(script=script or [], judge=judge)
+    register_chat_model(spec, model)
+    return spec, model
+
+
+def stub_verifier(score: Callable[[str, str], float], *, spec: str | None = None, threshold: float = 0.5) -> str:
+    """A verifier that scores a (premise, hypothesis) pair with ``score``, registered under ``spec``
+    (default: a fresh ``stub:<id>``) with entailment at ``score >= threshold``; returns the spec."""
+    spec = spec or f"stub:{uuid.uuid4().hex[:8]}"
+    register_verifier(spec, FunctionVerifier(score, spec=spec, threshold=threshold))
+    return spec

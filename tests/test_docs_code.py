@@ -84,7 +84,8 @@ BLOCKS = runnable_blocks()
 
 
 def test_marked_blocks_cover_the_front_door():
-    """The blocks the issue names stay marked: README's Python snippet, `ask --docs`, `cite`, and as_tool."""
+    """The blocks the issue names stay marked: README's Python snippet, `ask --docs`, `cite`, as_tool and
+    the test doubles of citegraph.testing."""
     def marked(prefix):
         return [code for ident, _, code in BLOCKS if ident.startswith(prefix + ":")]
 
@@ -93,6 +94,7 @@ def test_marked_blocks_cover_the_front_door():
     assert any("citegraph ask" in c and "--docs" in c for c in readme), "no runnable `citegraph ask --docs`"
     assert any("citegraph cite" in c for c in readme), "no runnable `citegraph cite`"
     assert any("as_tool(" in c and ".invoke(" in c for c in apps), "docs/apps.md has no runnable as_tool example"
+    assert any("citegraph.testing" in c and ".invoke(" in c for c in apps), "docs/apps.md has no runnable citegraph.testing example"
     assert all(lang in ("bash", "python") for _, lang, _ in BLOCKS)
 
 
