@@ -39,7 +39,7 @@ def _items(path: Path, limit: int):
 
 
 def cmd_formats(a) -> None:
-    from citegraph.nodes.ginger.nodes import SpanList, _coerce_spans, parse_tagged, spans_to_nuggets
+    from citegraph.nodes.ginger.nodes import _coerce_spans, parse_tagged, spans_to_nuggets
     from citegraph.prompts import ginger as P
     from citegraph.state.ginger import GingerContext
     from citegraph.tools.models import chat_reply, structured
@@ -54,7 +54,7 @@ def cmd_formats(a) -> None:
                 reply = chat_reply(a.llm, P.tagged_prompt(q, d.title, d.text), temperature=0, max_tokens=ctx.max_new_tokens)
                 spans = parse_tagged(reply.text)
             else:
-                obj, _ = structured(a.llm, P.json_prompt(q, d.title, d.text), SpanList, fallback=SpanList,
+                obj, _ = structured(a.llm, P.json_prompt(q, d.title, d.text), P.SpanList, fallback=P.SpanList,
                                     coerce=_coerce_spans, retries=1, temperature=0, max_tokens=ctx.max_new_tokens)
                 spans = obj.nuggets
             dt = time.perf_counter() - t0

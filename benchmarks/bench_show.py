@@ -38,7 +38,8 @@ def make_output(n: int, folder: Path) -> Path:
     from citegraph.eval.datasets import bundled_example
     from citegraph.eval.runner import run_dataset
     from citegraph.graphs.registry import make_context
-    from citegraph.tools.models import ScriptedChatModel, register_chat_model
+    from citegraph.testing import ScriptedChatModel
+    from citegraph.tools.models import register_chat_model
 
     register_chat_model("bench:show", ScriptedChatModel(script=[ANSWER]))
     one = folder / "one.json"

@@ -37,14 +37,9 @@ def docs():
 @pytest.fixture
 def scripted():
     """Register a scripted chat model under a unique spec; returns (spec, model)."""
-    import uuid
-
-    from citegraph.tools.models import ScriptedChatModel, register_chat_model
+    from citegraph.testing import scripted_model
 
     def make(script=None, judge=0.5):
-        spec = f"fake:{uuid.uuid4().hex[:8]}"
-        model = ScriptedChatModel(script=script or [], judge=judge)
-        register_chat_model(spec, model)
-        return spec, model
+        return scripted_model(script, judge)
 
     return make

@@ -23,7 +23,8 @@ from citegraph.cli import main
 from citegraph.errors import InputError
 from citegraph.state import AttributedAnswer, Document
 from citegraph.state.vanilla import VanillaContext
-from citegraph.tools.models import ScriptedChatModel, register_chat_model
+from citegraph.testing import ScriptedChatModel
+from citegraph.tools.models import register_chat_model
 from citegraph.tools.verifier import FunctionVerifier, clear_verifier_cache, register_verifier
 
 DOCS = [Document(id="a", title="Alpha", text="Alpha was founded in 1901 by Ann."),
@@ -76,7 +77,7 @@ def test_environment_model_answers_a_plain_invoke(monkeypatch):
 
 def test_a_subgraph_under_an_apps_own_context_uses_the_apps_model(monkeypatch):
     local = ScriptedChatModel(script=["the embedded model must not answer"])
-    monkeypatch.setitem(__import__("citegraph.tools.models", fromlist=["_registry"])._registry, "local", local)
+    monkeypatch.setitem(__import__("citegraph.tools.models.registry", fromlist=["_registry"])._registry, "local", local)
     app_model = ScriptedChatModel(script=[ANSWER])
     register_chat_model("scripted-x", app_model)
 

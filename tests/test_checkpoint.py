@@ -33,7 +33,8 @@ def run_all() -> dict:
         names,
     )
     from citegraph.state import AttributedAnswer, Document
-    from citegraph.tools.models import ScriptedChatModel, register_chat_model
+    from citegraph.testing import ScriptedChatModel
+    from citegraph.tools.models import register_chat_model
     from citegraph.tools.verifier import register_verifier
 
     docs = [Document(id="a", title="Alpha", text="Alpha was founded in 1901 by Ann. Alpha is a town."),

@@ -71,7 +71,8 @@ def test_scripted_model_gets_the_grammar_and_a_defensive_parse(scripted):
 
 
 def test_a_sentence_cut_before_its_marker_is_dropped(scripted):
-    from citegraph.tools.models import ScriptedChatModel, register_chat_model
+    from citegraph.testing import ScriptedChatModel
+    from citegraph.tools.models import register_chat_model
 
     spec = f"fake:{uuid.uuid4().hex[:8]}"
     register_chat_model(spec, ScriptedChatModel(script=["Alpha was founded in 1901 [1]. Beta is a river in"],

@@ -29,7 +29,8 @@ FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
 # else at most 0.4 by their overlap.
 PREAMBLE = textwrap.dedent('''
     import re as _re
-    from citegraph.tools.models import ScriptedChatModel as _Scripted, register_chat_model as _reg_model
+    from citegraph.testing import ScriptedChatModel as _Scripted
+    from citegraph.tools.models import register_chat_model as _reg_model
     from citegraph.tools.verifier import Verifier as _Verifier, register_verifier as _reg_verifier
 
     _REPLY = "The Eiffel Tower was built from 1887 to 1889 [1]. Gustave Eiffel's company built it [2]."
@@ -83,7 +84,8 @@ BLOCKS = runnable_blocks()
 
 
 def test_marked_blocks_cover_the_front_door():
-    """The blocks the issue names stay marked: README's Python snippet, `ask --docs`, `cite`, and as_tool."""
+    """The blocks the issue names stay marked: README's Python snippet, `ask --docs`, `cite`, as_tool and
+    the test doubles of citegraph.testing."""
     def marked(prefix):
         return [code for ident, _, code in BLOCKS if ident.startswith(prefix + ":")]
 
@@ -92,6 +94,7 @@ def test_marked_blocks_cover_the_front_door():
     assert any("citegraph ask" in c and "--docs" in c for c in readme), "no runnable `citegraph ask --docs`"
     assert any("citegraph cite" in c for c in readme), "no runnable `citegraph cite`"
     assert any("as_tool(" in c and ".invoke(" in c for c in apps), "docs/apps.md has no runnable as_tool example"
+    assert any("citegraph.testing" in c and ".invoke(" in c for c in apps), "docs/apps.md has no runnable citegraph.testing example"
     assert all(lang in ("bash", "python") for _, lang, _ in BLOCKS)
 
 

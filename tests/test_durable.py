@@ -28,7 +28,8 @@ from citegraph.eval.runner import answer_item, run_dataset, thread_id
 from citegraph.graphs.registry import build_graph, make_context
 from citegraph.state import Document
 from citegraph.tools.checkpoints import close_checkpointers, open_checkpointer, redact
-from citegraph.tools.models import ScriptedChatModel, register_chat_model
+from citegraph.testing import ScriptedChatModel
+from citegraph.tools.models import register_chat_model
 from citegraph.tools.verifier import FunctionVerifier, register_verifier
 
 import pg_server

@@ -11,8 +11,8 @@ from langgraph.graph import END, START, StateGraph
 
 from citegraph.graphs.registry import build_graph
 from citegraph.state import Document
-from citegraph.tools import models
-from citegraph.tools.models import ScriptedChatModel
+from citegraph.testing import ScriptedChatModel
+from citegraph.tools.models import registry
 from test_raac import Router, fb
 
 DOCS = [Document(id="a", title="Alpha", text="Alpha was founded in 1901 by Ann."),
@@ -25,7 +25,7 @@ def default_llm(monkeypatch):
     model = ScriptedChatModel(script=Router(gen=["Alpha was founded in 1901 [1]."], feedback=[fb(3)],
                                             refine=["Alpha was founded in 1901 [1]."],
                                             vanilla=["Alpha was founded in 1901 [1]. Beta is in Chile [2]."]))
-    monkeypatch.setitem(models._registry, "local", model)
+    monkeypatch.setitem(registry._registry, "local", model)
     from citegraph.tools.verifier import FunctionVerifier, register_verifier
 
     register_verifier("default", FunctionVerifier(lambda p, h: 1.0, spec="default"))

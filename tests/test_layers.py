@@ -36,3 +36,26 @@ def imports_up() -> list[tuple[str, str]]:
 
 def test_no_module_imports_a_layer_above_its_own():
     assert imports_up() == []
+
+
+def importers_of(module: str) -> list[str]:
+    """The package's modules that import ``module`` or a name from it (lazy imports included)."""
+    found = []
+    for f in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            if any(n == module or n.startswith(module + ".") for n in names):
+                found.append(f.relative_to(ROOT).as_posix())
+    return found
+
+
+def test_production_code_never_imports_the_test_doubles():
+    """``citegraph/testing.py`` (the scripted model, stub verifiers) is for tests, users' and ours: it
+    sits beside tools/ and imports from it, and no module of the package imports it."""
+    assert importers_of("citegraph.testing") == []
+    assert "testing.py" in importers_of("citegraph.tools.models")  # the walk sees its imports

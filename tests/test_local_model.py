@@ -100,11 +100,12 @@ def test_loaded_models_are_freed_before_the_interpreter_tears_down():
     code = (
         "import atexit\n"
         "from citegraph.tools import models\n"
+        "from citegraph.tools.models import llamacpp\n"
         "models.chat_text('local-small', 'Say hi.', max_tokens=2)\n"
-        "llm = next(iter(models._llamas.values()))\n"
+        "llm = next(iter(llamacpp._llamas.values()))\n"
         "assert llm._model.model is not None\n"
         "atexit._run_exitfuncs()\n"
-        "print('freed', llm._model.model is None, len(models._llamas))\n"
+        "print('freed', llm._model.model is None, len(llamacpp._llamas))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

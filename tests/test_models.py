@@ -95,7 +95,9 @@ def test_yes_probability_scripted(scripted):
 
 def test_two_way_softmax():
     import math
-    p = models._two_way([math.log(3.0), math.log(1.0)], [0], [1])
+    from citegraph.tools.models.llamacpp import _two_way
+
+    p = _two_way([math.log(3.0), math.log(1.0)], [0], [1])
     assert p == pytest.approx(0.75)
 
 
@@ -133,6 +135,26 @@ def test_openai_compatible_logprobs_judge(openai_env):
         assert p == pytest.approx(0.75)
         req = srv.requests[0]
         assert req["logprobs"] is True and req["top_logprobs"] == 20 and req["max_completion_tokens"] == 1
+
+
+def test_both_yes_no_judges_read_the_top_logprobs_alike(openai_env):
+    """The two judges share one path to a server: no logprobs in the reply is a NoLogprobsError (a
+    ModelError) for both; a top list naming neither Yes nor No is P(Yes) 0.5 and log-odds 0."""
+    from citegraph.tools.models import NoLogprobsError, yes_no_log_odds
+
+    plain = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Yes"}}],
+             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    with FakeOpenAI(lambda body: plain) as srv:
+        spec = openai_env(srv.url)
+        for judge in (yes_probability, yes_no_log_odds):
+            with pytest.raises(NoLogprobsError, match="returned no logprobs"):
+                judge(spec, "Is it?")
+        assert len(srv.requests) == 2 and all(r["top_logprobs"] == 20 for r in srv.requests)
+    with FakeOpenAI(lambda body: "Maybe", top_logprobs=[("Maybe", -0.1), ("Perhaps", -1.0)]) as srv:
+        spec = openai_env(srv.url)
+        assert yes_probability(spec, "Is it?") == 0.5
+        assert yes_no_log_odds(spec, "Is it?") == 0.0
 
 
 def test_unreachable_endpoint_is_a_clear_error(openai_env):
@@ -188,7 +210,8 @@ def test_yes_no_log_odds_openai_first_token(openai_env):
 def test_log_odds_sums_variants_and_scripted_judge(scripted):
     import math
 
-    from citegraph.tools.models import _log_odds, yes_no_log_odds
+    from citegraph.tools.models import yes_no_log_odds
+    from citegraph.tools.models.llamacpp import _log_odds
 
     logits = [0.0, math.log(3.0), math.log(1.0), math.log(2.0)]
     assert _log_odds(logits, [1, 2], [3]) == pytest.approx(math.log(4.0) - math.log(2.0))

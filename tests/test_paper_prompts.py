@@ -13,7 +13,8 @@ from citegraph.cli import main
 from citegraph.graphs.registry import build_graph
 from citegraph.state import Document
 from citegraph.state.genprog import GenProgContext
-from citegraph.state.raac import ASPECTS, RaacContext
+from citegraph.prompts.raac import ASPECTS
+from citegraph.state.raac import RaacContext
 from citegraph.tools.verifier import FunctionVerifier, register_verifier
 
 DOCS = [
@@ -86,7 +87,7 @@ def test_raac_textagent_prompts_share_one_prefix():
 
 
 def test_feedback_grammar_asks_for_the_papers_keys():
-    from citegraph.state.raac import FeedbackModel
+    from citegraph.prompts.raac import FeedbackModel
 
     schema = FeedbackModel.model_json_schema()  # what structured() hands llama.cpp as the grammar
     assert set(schema["properties"]) == {*PAPER_KEYS.values(), "Total Score"}

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from citegraph.graphs.registry import build_graph, make_context
-from citegraph.prompts.raac import ADD_CITATION_HEADER, FEEDBACK_HEADER, GENERATE_HEADER, REFINE_HEADER
+from citegraph.prompts.raac import ADD_CITATION_HEADER, ASPECTS, FEEDBACK_HEADER, GENERATE_HEADER, REFINE_HEADER
 from citegraph.state import Document
-from citegraph.state.raac import ASPECTS, RaacContext
+from citegraph.state.raac import RaacContext
 from citegraph.tools.verifier import FunctionVerifier, register_verifier
 
 import citegraph.nodes.raac.calibration as calibration_mod

@@ -20,8 +20,8 @@ from citegraph.graphs.registry import build_graph, make_context, names
 from citegraph.state import Document
 from citegraph.state.base import BaseContext, RunContextState, knob
 from citegraph.state.genprog import GenProgContext
-from citegraph.tools import models
-from citegraph.tools.models import ScriptedChatModel
+from citegraph.testing import ScriptedChatModel
+from citegraph.tools.models import registry
 from test_genprog import DOCS, router
 
 
@@ -30,7 +30,7 @@ def local_model(monkeypatch):
     """The defaults' model spec ('local') answered by a scripted model, so a run that fell back to the
     defaults shows up as calls here instead of loading the embedded model."""
     model = ScriptedChatModel(script=router("- paraphrase(S3)", {"Paraphrase": "Beta flows in Chile."}))
-    monkeypatch.setitem(models._registry, "local", model)
+    monkeypatch.setitem(registry._registry, "local", model)
     return model
 
 

@@ -26,9 +26,7 @@ import csv
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Sequence
-
-from pydantic import BaseModel, Field, conlist, create_model
+from typing import Any, Iterable, Sequence
 
 from citegraph.errors import InputError
 from citegraph.prompts import nuggets as P
@@ -69,11 +67,6 @@ def _windows(items: Sequence[Any], size: int) -> list[tuple[int, list[Any]]]:
     return [(i, list(items[i:i + size])) for i in range(0, len(items), size)]
 
 
-def _labels_schema(n: int, labels: tuple[str, ...]) -> type[BaseModel]:
-    lit = Literal[labels]  # type: ignore[valid-type]
-    return create_model("Labels", labels=(conlist(lit, min_length=n, max_length=n), ...))
-
-
 def _coerce_labels(allowed: tuple[str, ...]):
     def coerce(data):
         if isinstance(data, list):
@@ -93,16 +86,12 @@ def label_window(judge: str, prompt: str, n: int, allowed: tuple[str, ...], defa
     """One window of labels: exactly ``n`` from ``allowed`` (padded with ``default`` on failure)."""
     from citegraph.tools.models import structured
 
-    schema = _labels_schema(n, allowed)
+    schema = P.labels_schema(n, allowed)
     obj, problems = structured(judge, prompt, schema, system=system, fallback=lambda: None, retries=1,
                                coerce=_coerce_labels(allowed), temperature=0.0, max_tokens=max_tokens)
     if obj is None:
         return [default] * n, problems + [f"window of {n}: no valid labels; all set to {default}"]
     return list(obj.labels), problems
-
-
-class NuggetList(BaseModel):
-    nuggets: list[str] = Field(default_factory=list)
 
 
 def create_nuggets(query: str, passages: Sequence[str], judge: str = "local", *, window: int = 10,
@@ -119,7 +108,7 @@ def create_nuggets(query: str, passages: Sequence[str], judge: str = "local", *,
         return data
 
     for _, win in _windows([p for p in passages if p and p.strip()], window):
-        obj, probs = structured(judge, P.create_prompt(query, win, nuggets, max_nuggets), NuggetList,
+        obj, probs = structured(judge, P.create_prompt(query, win, nuggets, max_nuggets), P.NuggetList,
                                 system=P.CREATE_SYSTEM, fallback=lambda: None, retries=1, coerce=coerce,
                                 temperature=0.0, max_tokens=900)
         problems += probs

@@ -15,11 +15,19 @@ Shared blocks (question, passage) come first so llama.cpp re-uses the KV cache a
 
 from __future__ import annotations
 
+from pydantic import BaseModel, Field
+
 TAG_OPEN, TAG_CLOSE = "<IN>", "</IN>"
 
 
 def _passage(title: str, text: str) -> str:
     return f"Title: {title}\n{text}" if title else text
+
+
+class SpanList(BaseModel):
+    """The reply :func:`json_prompt` asks for: the nugget spans copied from the passage."""
+
+    nuggets: list[str] = Field(default_factory=list)
 
 
 def json_prompt(question: str, title: str, text: str) -> str:

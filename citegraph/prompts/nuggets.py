@@ -6,6 +6,9 @@ JSON objects (grammar-constrained on llama.cpp) rather than the Pythonic lists n
 from __future__ import annotations
 
 import json
+from typing import Literal
+
+from pydantic import BaseModel, Field, conlist, create_model
 
 CREATE_SYSTEM = ("You are NuggetizeLLM, an assistant that keeps a list of atomic information nuggets up to date so "
                  "that it holds all the information a search query requires.")
@@ -13,6 +16,18 @@ SCORE_SYSTEM = ("You are NuggetizeScoreLLM, an assistant that labels atomic nugg
                 "a search query.")
 ASSIGN_SYSTEM = ("You are NuggetizeAssignerLLM, an assistant that labels atomic nuggets by whether a passage "
                  "captures them.")
+
+
+class NuggetList(BaseModel):
+    """The reply :func:`create_prompt` asks for: the whole updated list."""
+
+    nuggets: list[str] = Field(default_factory=list)
+
+
+def labels_schema(n: int, labels: tuple[str, ...]) -> type[BaseModel]:
+    """The reply :func:`importance_prompt` and :func:`assign_prompt` ask for: exactly ``n`` labels from ``labels``."""
+    lit = Literal[labels]  # type: ignore[valid-type]
+    return create_model("Labels", labels=(conlist(lit, min_length=n, max_length=n), ...))
 
 
 def create_prompt(query: str, passages: list[str], nuggets: list[str], max_nuggets: int) -> str:

@@ -16,7 +16,7 @@ definitions, its 1-3 scale, its output format and JSON keys -- reworded, not cop
   expressions such as "This is important", "Many studies have shown", "According to xxx"; Length:
   no fewer than 50 words), and returns the paper's JSON:
   ``{"Completeness": {"Score": .., "Suggestions": ..}, ..., "Total Score": ..}``
-  (:class:`citegraph.state.raac.FeedbackModel` carries these keys as aliases, so llama.cpp's grammar
+  (:class:`FeedbackModel`, below, carries these keys as aliases, so llama.cpp's grammar
   asks for exactly them).
 * Table 14 (refine, :func:`refine_prompt`): an assistant revises the summary from the scores and
   suggestions, focusing on the weak areas, keeping factual consistency and the strengths, under the
@@ -56,8 +56,109 @@ Deliberate differences, and why:
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from citegraph.state import Document
-from citegraph.state.raac import ASPECT_KEYS, ASPECTS, SCORE_KEY, SUGGESTION_KEY, TOTAL_KEY
+
+ASPECTS: tuple[str, ...] = (
+    "completeness", "objectivity", "specificity", "length", "citation_recall", "citation_precision",
+)
+MIN_SCORE, MAX_SCORE = 1, 3
+SUGGESTION_CHARS = 200
+#: the feedback reply's JSON keys as RAAC's Table 13 prints them (aspect -> key), and the inner keys
+ASPECT_KEYS: tuple[tuple[str, str], ...] = (
+    ("completeness", "Completeness"), ("objectivity", "Objectivity"), ("specificity", "Specificity"),
+    ("length", "Length"), ("citation_recall", "Citation Recall"), ("citation_precision", "Citation Precision"),
+)
+SCORE_KEY, SUGGESTION_KEY, TOTAL_KEY = "Score", "Suggestions", "Total Score"
+
+
+# --------------------------------------------------------------------------- the replies these prompts ask for
+def _to_score(v: Any) -> int:
+    """'2', 2.6, '3/3', 'Score: 2' -> an int clamped to 1..3 (unparseable -> 1)."""
+    if isinstance(v, dict):
+        v = v.get("score", v.get("value"))
+    if isinstance(v, bool):
+        v = int(v)
+    if isinstance(v, str):
+        m = re.search(r"-?\d+(?:\.\d+)?", v)
+        v = float(m.group(0)) if m else MIN_SCORE
+    try:
+        n = int(round(float(v)))
+    except (TypeError, ValueError, OverflowError):  # None, "", NaN, Infinity / 1e999
+        n = MIN_SCORE
+    return max(MIN_SCORE, min(MAX_SCORE, n))
+
+
+class AspectFeedback(BaseModel):
+    """One aspect of the TextAgent's self-feedback: a 1-3 score and a suggestion (JSON keys "Score" and
+    "Suggestions", as the paper's Table 13; the field names are accepted too)."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+    score: int = Field(alias=SCORE_KEY, description="1 (poor) to 3 (excellent).", json_schema_extra={"enum": [1, 2, 3]})
+    # maxLength bounds a grammar-constrained (llama.cpp) reply: six long suggestions used to run past
+    # feedback_max_tokens, leaving unclosed JSON and a retry; other models' longer text is cut here.
+    suggestion: str = Field(default="", alias=SUGGESTION_KEY, description="How to improve this aspect (one short sentence).",
+                            json_schema_extra={"maxLength": SUGGESTION_CHARS})
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _clamp(cls, v: Any) -> int:
+        return _to_score(v)
+
+    @field_validator("suggestion", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> str:
+        return "" if v is None else str(v)[:SUGGESTION_CHARS]
+
+
+class FeedbackModel(BaseModel):
+    """The feedback reply (paper Table 13): six aspects and the total the LLM reports. The JSON keys are
+    the paper's ("Completeness", ..., "Citation Precision", "Total Score"), so a grammar-constrained
+    reply uses them; the field names are accepted too."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+    completeness: AspectFeedback = Field(alias="Completeness")
+    objectivity: AspectFeedback = Field(alias="Objectivity")
+    specificity: AspectFeedback = Field(alias="Specificity")
+    length: AspectFeedback = Field(alias="Length")
+    citation_recall: AspectFeedback = Field(alias="Citation Recall")
+    citation_precision: AspectFeedback = Field(alias="Citation Precision")
+    total: int | None = Field(default=None, alias=TOTAL_KEY, description="The total the LLM reports (we recompute it).")
+
+    @field_validator("total", mode="before")
+    @classmethod
+    def _total(cls, v: Any) -> int | None:
+        if v is None:
+            return None
+        try:
+            return int(round(float(str(v).split("/")[0].strip())))
+        except (ValueError, OverflowError):  # prose, NaN, Infinity / 1e999
+            return None
+
+    def scores(self) -> dict[str, int]:
+        return {a: getattr(self, a).score for a in ASPECTS}
+
+    def suggestions(self) -> dict[str, str]:
+        return {a: getattr(self, a).suggestion for a in ASPECTS}
+
+
+class RefineModel(BaseModel):
+    """The refine reply (paper Table 14)."""
+
+    revised: str = Field(description="The revised summary with [id] citations.")
+
+
+class AddCitationModel(BaseModel):
+    """The AddCitation reply (paper Table 15): ids of the chosen documents (may be empty)."""
+
+    citations: list[int] = Field(default_factory=list, description="Document ids, 1-3 of the candidates shown.")
+
+
+# --------------------------------------------------------------------------- prompts
 
 GENERATE_HEADER = "### Task: attributed summary"
 FEEDBACK_HEADER = "### Task: summary feedback"

@@ -7,8 +7,6 @@ import re
 
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
-from pydantic import BaseModel, Field
-
 from citegraph.prompts import ginger as P
 from citegraph.state import AttributedAnswer, CitedSentence, Evidence
 from citegraph.state.ginger import (
@@ -40,10 +38,6 @@ def fan_out(state: GingerState):
 
 
 # --------------------------------------------------------------------------- detection
-class SpanList(BaseModel):
-    nuggets: list[str] = Field(default_factory=list)
-
-
 _TAGGED = re.compile(re.escape(P.TAG_OPEN) + r"(.*?)(?:" + re.escape(P.TAG_CLOSE) + r"|$)", re.S | re.I)
 
 
@@ -140,8 +134,8 @@ def detect(task: NuggetTask, runtime: Runtime[GingerContext]) -> dict:
                           temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
         spans = parse_tagged(reply)
     else:
-        obj, problems = structured(ctx.llm, P.json_prompt(task.question, task.title, task.text), SpanList,
-                                   fallback=SpanList, coerce=_coerce_spans, retries=1,
+        obj, problems = structured(ctx.llm, P.json_prompt(task.question, task.title, task.text), P.SpanList,
+                                   fallback=P.SpanList, coerce=_coerce_spans, retries=1,
                                    temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
         spans = obj.nuggets
         reply = "\n".join(spans)

@@ -24,9 +24,9 @@ from langgraph.runtime import Runtime
 
 from citegraph.errors import ModelError
 from citegraph.nodes.attribution import MAX_CITATIONS, minimal_subset, premise, subset_checks, subsets
-from citegraph.prompts.raac import add_citation_prompt
+from citegraph.prompts.raac import AddCitationModel, add_citation_prompt
 from citegraph.state import AttributedAnswer, CitedSentence, Document
-from citegraph.state.raac import AddCitationModel, DiscoveryRecord, RaacContext, RaacState, SubsetCheck, ValidationRecord
+from citegraph.state.raac import DiscoveryRecord, RaacContext, RaacState, SubsetCheck, ValidationRecord
 from citegraph.tools.models import structured
 from citegraph.tools.verifier import get_verifier, with_threshold
 

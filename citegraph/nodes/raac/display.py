@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from citegraph.nodes.display import column, generic_view, table, trace_rows
+from citegraph.prompts.raac import ASPECTS
 
-ASPECTS = ("completeness", "objectivity", "specificity", "length", "citation_recall", "citation_precision")
 _SHORT = {"completeness": "compl.", "objectivity": "obj.", "specificity": "spec.", "length": "length",
           "citation_recall": "cit. rec.", "citation_precision": "cit. prec."}
 _TABLES = {

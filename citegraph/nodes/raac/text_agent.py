@@ -15,10 +15,11 @@ from langgraph.runtime import Runtime
 
 from citegraph.nodes.common import answer_from_text
 from citegraph.prompts.alce import build_prompt
-from citegraph.prompts.raac import feedback_prompt, generate_prompt, refine_prompt
-from citegraph.state.raac import (
-    ASPECTS, MAX_SCORE, MIN_SCORE, AspectFeedback, FeedbackModel, RaacContext, RaacState, RefineModel, TextRound,
+from citegraph.prompts.raac import (
+    ASPECTS, MAX_SCORE, MIN_SCORE, AspectFeedback, FeedbackModel, RefineModel,
+    feedback_prompt, generate_prompt, refine_prompt,
 )
+from citegraph.state.raac import RaacContext, RaacState, TextRound
 from citegraph.tools.citations import extract_citations, parse_cited_text, strip_citations
 from citegraph.tools.loops import cut_phrase_loops, drop_repeats
 from citegraph.tools.models import TRUNCATED, chat_reply, chat_text, structured
