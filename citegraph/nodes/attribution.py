@@ -26,8 +26,9 @@ verifier alone (no LLM call):
    sentence becomes an :class:`~citegraph.state.answer.Evidence` with its score (evidence a method
    attached itself, e.g. SQuAI's supporting sentences, is kept while its document stays cited).
 
-All scoring goes through two batched ``verifier.score`` calls per answer (the verifier
-de-duplicates and caches pairs). What was done to each sentence is recorded in
+All scoring goes through three batched ``verifier.score`` calls per answer at most (the sentences'
+own citations; the other documents for the sentences left unsupported; joint sets), and the
+verifier de-duplicates and caches pairs. What was done to each sentence is recorded in
 ``answer.metadata["attribution"]`` (``SentenceAttribution`` records plus the counts).
 """
 
@@ -42,9 +43,13 @@ from citegraph.state import AttributedAnswer, CitedSentence, Document, Evidence
 from citegraph.state.attribution import SentenceAttribution, SubsetCheck
 from citegraph.tools.sentences import split_sentences
 from citegraph.tools.verifier import get_verifier
+from citegraph.tools.verifier.hf import top_windows
 
 MAX_CITATIONS = 3
 JOINT_POOL = 3  # the best single documents whose pairs/triple are checked jointly
+#: a document's sentences checked alone against an answer sentence: the ones sharing the most words
+#: with it (the Context knob ``attribution_sentences``)
+SENTENCE_CANDIDATES = 4
 
 
 # --------------------------------------------------------------------------- shared with RAAC
@@ -110,14 +115,20 @@ class _Scorer:
 
 def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair", partial: float = 0.2,
                      max_docs: int = MAX_CITATIONS, candidates: list[list[int]] | None = None,
-                     max_evidence: int = 1, verifier_spec: str | None = None) -> AttributedAnswer:
+                     max_evidence: int = 1, verifier_spec: str | None = None,
+                     sentences: int = SENTENCE_CANDIDATES) -> AttributedAnswer:
     """The stage on one answer (``mode`` repair or strict); returns a new answer. ``candidates[i]``
     limits the documents sentence ``i`` may be re-pointed to (default: all of the answer's).
 
     A document supports a sentence when the verifier says the whole document entails it, or one of
     its sentences does (a document entails what any of its sentences entails; small cross-encoders
     often miss a supported sentence inside a longer premise). A set of documents: the concatenated
-    documents (ALCE's premise), or the concatenation of each one's best sentence."""
+    documents (ALCE's premise), or the concatenation of each one's best sentence. ``sentences``: how
+    many of a document's sentences are checked alone against an answer sentence (those sharing the
+    most words with it; 0: all of them).
+
+    The sentences' own citations are checked first; the other documents only for the sentences
+    those do not support (most of the cost of an answer that cites well is saved)."""
     if mode not in ("repair", "strict"):
         raise ValueError(f"attribution mode must be repair or strict here, got {mode!r}")
     docs = answer.documents
@@ -134,22 +145,32 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
         for c in pool[i]:
             if c not in doc_sents:
                 doc_sents[c] = [x.strip() for x in split_sentences(docs[c - 1].text) if x.strip()] or [docs[c - 1].text]
+    checked: dict[tuple[int, int], list[str]] = {}  # (answer sentence, document) -> its sentences checked alone
     sc = _Scorer(verifier)
-    # phase 1: the written citations' subsets (concatenated documents), each pooled document alone,
-    # and each of its sentences
+
+    def want_doc(i: int, c: int) -> None:
+        """Document ``c`` alone and its candidate sentences, against answer sentence ``i``."""
+        if (i, c) in checked:
+            return
+        text = sents[i].text
+        xs = doc_sents[c]
+        checked[(i, c)] = top_windows(xs, text, sentences) if 0 < sentences < len(xs) else xs
+        sc.want(premise(docs, (c,)), text)
+        for x in checked[(i, c)]:
+            sc.want(x, text)
+
+    # phase 1: the written citations' subsets (concatenated documents) and each cited document alone
+    # with its sentences; then, for the sentences those leave unsupported, every other pooled document
     own_subs = {i: subsets(written[i], max_docs) for i in todo}
     for i in todo:
-        text = sents[i].text
         for sub in own_subs[i]:
-            sc.want(premise(docs, sub), text)
-        for c in pool[i]:
-            sc.want(premise(docs, (c,)), text)
-            for x in doc_sents[c]:
-                sc.want(x, text)
+            sc.want(premise(docs, sub), sents[i].text)
+        for c in written[i]:
+            want_doc(i, c)
     sc.run()
 
     def sent_scores(i: int, c: int) -> list[tuple[float, str]]:
-        return sorted(((sc[(x, sents[i].text.strip())], x) for x in doc_sents[c]), key=lambda t: -t[0])
+        return sorted(((sc[(x, sents[i].text.strip())], x) for x in checked[(i, c)]), key=lambda t: -t[0])
 
     def single(i: int, c: int) -> float:
         return max(sc[(premise(docs, (c,)), sents[i].text.strip())], sent_scores(i, c)[0][0])
@@ -173,6 +194,13 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
         if kept:
             decided[i] = (kept, next(c.score for c in own if c.subset == kept),
                           "kept" if set(kept) == set(written[i]) else "simplified")
+    for i in todo:
+        if i not in decided:
+            for c in pool[i]:
+                want_doc(i, c)
+    sc.run()
+    for i in todo:
+        if i in decided:
             continue
         singles = sorted((check(i, (c,)) for c in cands[i]), key=lambda c: (-c.score, c.subset))
         if singles and singles[0].entails:
@@ -262,4 +290,4 @@ def attribution(state: Any, runtime: Runtime) -> dict:
     candidates = getattr(state, "attribution_candidates", None) or None
     return {"answer": attribute_answer(answer, verifier, mode=mode, partial=ctx.attribution_partial,
                                        max_docs=ctx.attribution_max_docs, candidates=candidates,
-                                       verifier_spec=ctx.verifier)}
+                                       verifier_spec=ctx.verifier, sentences=ctx.attribution_sentences)}

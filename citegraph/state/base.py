@@ -239,6 +239,9 @@ class BaseContext:
                                       ge=0.0, le=1.0)
     attribution_max_docs: int = knob(3, "Attribution stage: most documents one sentence may cite (joint support is "
                                         "checked over subsets of at most this many).", ge=1, le=5)
+    attribution_sentences: int = knob(4, "Attribution stage: how many of a document's sentences are checked on their "
+                                         "own against an answer sentence (the ones sharing the most words with it; "
+                                         "0 = every sentence); the whole document is always checked too.", ge=0, le=100)
 
     def __post_init__(self) -> None:
         # types and ranges are checked here (by pydantic), so the CLI's --set, a Python caller and a
