@@ -81,11 +81,12 @@ class Journal:
 
 
 def top10(question: str, docs, index: str = "", k: int = 10):
-    from citegraph.nodes.squai.retrieval import candidates_for, open_corpus
+    from citegraph.corpus import open_corpus
+    from citegraph.nodes.squai.retrieval import candidates_for
     from citegraph.state.squai import RagContext
 
     ctx = RagContext()
-    corpus = open_corpus(index, []) if index else open_corpus("", docs)
+    corpus = open_corpus(index) if index else open_corpus("", docs)
     return [c.document for c in candidates_for(corpus, 0, question, k=k, mode=ctx.retrieval_mode,
                                                alpha=ctx.retrieval_alpha, candidate_factor=ctx.candidate_factor)]
 
