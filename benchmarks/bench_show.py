@@ -104,7 +104,7 @@ def main() -> int:
         verifier = None if args.verifier == "none" else args.verifier
         v = None
         if verifier is not None:  # load the verifier first: its start-up is not the page's cost
-            from citegraph.nodes.metrics import resolve_verifier
+            from citegraph.metrics import resolve_verifier
 
             v = resolve_verifier(verifier)
             v.score([("The tower is tall.", "It is tall.")])

@@ -151,7 +151,7 @@ CONTEXT_CACHE: dict = {}
 
 def score(row: dict, args) -> dict:
     from citegraph.eval.deepeval_metrics import context_texts, deepeval_scores
-    from citegraph.nodes.metrics import judge, raac_citation_f1
+    from citegraph.metrics import judge, raac_citation_f1
     from citegraph.state import AttributedAnswer
 
     ans = AttributedAnswer.model_validate(row["answer"])
@@ -253,7 +253,7 @@ def support_check_row(row: dict, spec: str) -> dict:
     supporting sentences were chosen by ``--verifier``, so the table's support precision by that same
     verifier is 1 by construction; this asks ``spec`` instead.) ``evidence_found`` is None for an answer
     from a method that attaches no supporting sentences (no evidence and no ``unsupported_citations``)."""
-    from citegraph.nodes.metrics import judge
+    from citegraph.metrics import judge
     from citegraph.state import AttributedAnswer
 
     ans = AttributedAnswer.model_validate(row["answer"])

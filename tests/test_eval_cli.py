@@ -48,7 +48,7 @@ def test_eval_alce_format_default_and_alce_flags(tmp_path, capsys):
     s = res["summary"]
     assert s["citation_rec"] == 100.0 and s["citation_prec"] == 100.0 and s["citation_f1"] == 100.0
     assert s["str_em"] == pytest.approx(75.0)  # (1/2 + 1/1) / 2
-    from citegraph.nodes.metrics import rouge_lsum
+    from citegraph.metrics import rouge_lsum
 
     best = 100 * rouge_lsum("Paris is the capital of France. Berlin is the capital of Germany.", ["Paris is the capital of France."])
     assert res["items"][0]["rougeLsum"] == pytest.approx(best) and best > 50  # the better of the two references

@@ -496,7 +496,7 @@ def test_the_shared_rooms_hold_no_method_names():
     shared = [root / "eval" / "views.py", root / "eval" / "templates" / "show.html.j2", root / "cli" / "ask.py",
               root / "cli" / "common.py", root / "nodes" / "display.py"]
     for path in shared:
-        # RAAC's citation F1 is a metric (nodes/metrics.py) the page shows, not the method
+        # RAAC's citation F1 is a metric (citegraph/metrics/) the page shows, not the method
         text = path.read_text(encoding="utf-8").replace('"raac_f1": "RAAC cit. F1"', "")
         assert not words.search(text), f"{path.name} names a method: {words.search(text).group(0)}"
     for name, e in GRAPHS.items():

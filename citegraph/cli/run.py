@@ -31,7 +31,7 @@ def cmd_run(args) -> int:
         items = attach_answers(items, args.answer_field)
     ctx = context_from_args(method, args)
     if args.verifier:  # a bad spec stops here, before the first item, not inside every item
-        from citegraph.nodes.metrics import resolve_verifier
+        from citegraph.metrics import resolve_verifier
 
         resolve_verifier(args.verifier)
     console = Console(stderr=True)

@@ -251,7 +251,7 @@ def run_bench(
         raise InputError(f"--set {', '.join(unused)}: no selected method has such a setting")
     check_answer_field(list(entries.values()), answer_field)
     items = load_items(data, limit=limit)
-    from citegraph.nodes.metrics import resolve_verifier
+    from citegraph.metrics import resolve_verifier
 
     resolve_verifier(verifier or "default")  # fail fast, before any generation
     extra = [v.strip() for v in score_verifiers if v and v.strip()]

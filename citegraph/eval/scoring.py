@@ -7,7 +7,7 @@ dataset type decides the correctness metrics: ``qa_pairs`` → ASQA (STR-EM, ROU
 and precision; citations scored on comma-separated items, as ALCE does).
 
 Quality metrics are reported on ALCE's 0-100 scale; cost metrics as raw counts. All verifier
-checks of a file go through :func:`citegraph.nodes.metrics.run_jobs` (one batched call per round).
+checks of a file go through :func:`citegraph.metrics.run_jobs` (one batched call per round).
 
 ``alce=True`` (``citegraph eval --alce``) scores every item as ALCE's eval.py does, item by item:
 the ``output`` field as written (first line, ``<|im_end|>`` removed), punkt sentences, ALCE's
@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from citegraph.errors import InputError
 from citegraph.eval.datasets import json_loads
-from citegraph.nodes import metrics as M
+from citegraph import metrics as M
 from citegraph.state.answer import AttributedAnswer, Document
 
 DATASETS = ("asqa", "eli5", "qampari", "generic")
