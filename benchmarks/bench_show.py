@@ -35,8 +35,8 @@ ANSWER = ("The Eiffel Tower was built from 1887 to 1889 [1]. It is 330 metres ta
 
 
 def make_output(n: int, folder: Path) -> Path:
-    from citegraph.eval.datasets import bundled_example
-    from citegraph.eval.runner import run_dataset
+    from citegraph.run.datasets import bundled_example
+    from citegraph.run.runner import run_dataset
     from citegraph.graphs.registry import make_context
     from citegraph.tools.models import ScriptedChatModel, register_chat_model
 
@@ -96,7 +96,7 @@ def main() -> int:
         torch.set_num_threads(1)
     except ImportError:
         pass
-    from citegraph.eval.views import build_page, render_page
+    from citegraph.view.page import build_page, render_page
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -152,7 +152,7 @@ def test_rag_constrained_skips_the_citation_retry(scripted):
 
 @pytest.mark.slow
 def test_embedded_model_constrained_reply_cites_every_sentence():
-    from citegraph.eval.datasets import bundled_example
+    from citegraph.run.datasets import bundled_example
     from citegraph.prompts.alce import build_prompt
 
     item = bundled_example()

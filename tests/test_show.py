@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from citegraph.cli import main
-from citegraph.eval.datasets import Item, bundled_example
-from citegraph.eval.runner import run_dataset
-from citegraph.eval.views import build_page, document_segments, locate, pair_rows, render_page
+from citegraph.run.datasets import Item, bundled_example
+from citegraph.run.runner import run_dataset
+from citegraph.view.page import build_page, document_segments, locate, pair_rows, render_page
 from citegraph.graphs.registry import make_context
 from citegraph.state import Document
 from citegraph.tools.verifier import register_verifier
@@ -238,7 +238,7 @@ def test_side_by_side_pairs_by_id_then_question(tmp_path, scripted):
 
 
 def test_pair_rows_never_puts_two_items_of_one_file_in_a_row():
-    from citegraph.eval.views import FileView, ItemView
+    from citegraph.view.page import FileView, ItemView
 
     def item(i, q):
         return ItemView(id=i, question=q, method="m", sentences=[], docs=[], usage={}, metrics=None, trace=None,
@@ -455,7 +455,7 @@ def test_browser_pages_and_filters_500_items(tmp_path, scripted, browser):
 
 
 def test_malformed_or_partial_traces_never_break_the_page():
-    from citegraph.eval.views import trace_view
+    from citegraph.view.page import trace_view
 
     partial = trace_view("raac", {"trace": {"method": "raac", "rounds": [{"round": 1, "scores": {"length": 2}}]}})
     rounds = partial["blocks"][0]["table"]
@@ -473,7 +473,7 @@ def test_malformed_or_partial_traces_never_break_the_page():
     assert trace_view("unknown", {"trace": {"method": "genprog-posthoc", "program": "- x(S1)"}})["summary"].startswith(
         "GenerationPrograms program")
     # and the page renders them
-    from citegraph.eval.views import FileView, ItemView, Page, Row
+    from citegraph.view.page import FileView, ItemView, Page, Row
 
     it = ItemView(id="i", question="Q?", method="raac", sentences=[], docs=[], usage={}, metrics=None,
                   trace=partial, warnings=[], code="", output_text="")
@@ -493,7 +493,7 @@ def test_the_shared_rooms_hold_no_method_names():
 
     root = Path(__file__).resolve().parents[1] / "citegraph"
     words = re.compile(r"\b(raac|genprog|squai|ginger|odmds|GenerationPrograms|SQuAI|GINGER)\b", re.I)
-    shared = [root / "eval" / "views.py", root / "eval" / "templates" / "show.html.j2", root / "cli" / "ask.py",
+    shared = [root / "view" / "page.py", root / "view" / "templates" / "show.html.j2", root / "cli" / "ask.py",
               root / "cli" / "common.py", root / "nodes" / "display.py"]
     for path in shared:
         # RAAC's citation F1 is a metric (citegraph/metrics/) the page shows, not the method

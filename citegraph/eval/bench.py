@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from citegraph.errors import InputError
 from citegraph.eval import scoring
-from citegraph.eval.provenance import provenance, summarize_records
+from citegraph.run.provenance import provenance, summarize_records
 from citegraph.graphs.registry import method_context
 from citegraph.state.base import CliText
 
@@ -215,8 +215,8 @@ def run_bench(
 
     ``workers_db``: this process is one of several workers sharing every method's items through that
     PostgreSQL database (``run_dataset``); each worker scores and reports the whole job."""
-    from citegraph.eval.datasets import attach_answers, check_answer_field, load_items
-    from citegraph.eval.runner import run_dataset
+    from citegraph.run.datasets import attach_answers, check_answer_field, load_items
+    from citegraph.run.runner import run_dataset
     from citegraph.graphs.registry import entry
 
     methods = [m.strip() for m in methods if m.strip()]

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from citegraph.errors import InputError
-from citegraph.eval.datasets import json_loads
+from citegraph.run.datasets import json_loads
 from citegraph import metrics as M
 from citegraph.state.answer import AttributedAnswer, Document
 
@@ -175,7 +175,7 @@ def score_key(rec: dict, *, verifier: str, dataset: str, settings: dict) -> str:
     """What an item's scores depend on, hashed: the whole record (its output and structured answer,
     documents, gold fields, cost counters), the verifier (with the sha256 of the shipped weights for
     ``default``), the dataset type, the scoring settings and the scoring code."""
-    from citegraph.eval.provenance import verifier_identity
+    from citegraph.run.provenance import verifier_identity
 
     blob = json.dumps({"record": rec, "verifier": verifier_identity(verifier) if isinstance(verifier, str) else repr(verifier),
                        "dataset": dataset, "settings": settings, "scorer": scorer_digest()},

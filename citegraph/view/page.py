@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 
 from citegraph.errors import InputError
 from citegraph.metrics import alce_citation_job, alce_doc, run_jobs
-from citegraph.eval.provenance import code_label
+from citegraph.run.provenance import code_label
 from citegraph.eval.scoring import _documents, read_output_file, score_path, structured_answer
 from citegraph.state.answer import AttributedAnswer, Document
 from citegraph.tools.sentences import split_sentences
@@ -467,7 +467,7 @@ def render_page(page: Page, *, title: str | None = None) -> str:
 
     from citegraph import __version__
 
-    env = Environment(loader=PackageLoader("citegraph.eval", "templates"), autoescape=True,
+    env = Environment(loader=PackageLoader("citegraph.view", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["fmt"] = _fmt
     tpl = env.get_template("show.html.j2")
