@@ -92,8 +92,8 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="OdmdsContext knobs for every method")
     args = ap.parse_args(argv)
 
-    from citegraph.metrics import raac_citation_f1, rouge_lsum
     from citegraph.graphs.registry import build_graph, make_context
+    from citegraph.metrics import raac_citation_f1, rouge_lsum
     from citegraph.state.answer import AttributedAnswer
     from citegraph.state.base import CliText
 

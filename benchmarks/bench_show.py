@@ -35,9 +35,9 @@ ANSWER = ("The Eiffel Tower was built from 1887 to 1889 [1]. It is 330 metres ta
 
 
 def make_output(n: int, folder: Path) -> Path:
+    from citegraph.graphs.registry import make_context
     from citegraph.run.datasets import bundled_example
     from citegraph.run.runner import run_dataset
-    from citegraph.graphs.registry import make_context
     from citegraph.tools.models import ScriptedChatModel, register_chat_model
 
     register_chat_model("bench:show", ScriptedChatModel(script=[ANSWER]))

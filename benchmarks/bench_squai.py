@@ -92,9 +92,9 @@ def top10(question: str, docs, index: str = "", k: int = 10):
 
 
 def answer(method: str, qid: str, question: str, docs, args) -> dict:
+    from citegraph.graphs.registry import build_graph, make_context
     from citegraph.run.datasets import Item
     from citegraph.run.runner import answer_item
-    from citegraph.graphs.registry import build_graph, make_context
     from citegraph.tools.models import reset_local_models
 
     reset_local_models()

@@ -65,9 +65,9 @@ def test_eval_alce_format_default_and_alce_flags(tmp_path, capsys):
 
 
 def test_eval_our_format_reports_cost(tmp_path, scripted):
+    from citegraph.graphs.registry import make_context
     from citegraph.run.datasets import load_items
     from citegraph.run.runner import run_dataset
-    from citegraph.graphs.registry import make_context
 
     data = tmp_path / "data.json"
     data.write_text(json.dumps([{"question": "Capitals?", "docs": DOCS, "answer": "Paris is the capital of France.",
@@ -88,8 +88,8 @@ def test_runner_starts_every_item_from_an_empty_model_cache(tmp_path, scripted, 
     # llama.cpp's prefix cache makes an answer depend on the prompt before it; at concurrency 1
     # the runner empties it before each item, so an item's answer does not depend on its neighbours
     import citegraph.run.runner as runner
-    from citegraph.run.datasets import load_items
     from citegraph.graphs.registry import make_context
+    from citegraph.run.datasets import load_items
 
     events = []
     monkeypatch.setattr(runner, "reset_local_models", lambda: events.append("reset"))
@@ -258,9 +258,9 @@ def test_summary_and_bootstrap_interval():
 
 
 def test_scores_report_uncited_sentences_and_module_entailment():
+    from citegraph.eval.scoring import score_records
     from citegraph.run.datasets import Item
     from citegraph.run.runner import make_record
-    from citegraph.eval.scoring import score_records
     from citegraph.state import AttributedAnswer, CitedSentence, Document
 
     docs = [Document(id=str(i), title=d["title"], text=d["text"]) for i, d in enumerate(DOCS, 1)]

@@ -249,8 +249,8 @@ def _script(messages, kwargs):
 
 @pytest.fixture
 def odmds_run(scripted, tmp_path):
-    from citegraph.graphs.registry import build_graph, make_context
     from citegraph.corpus import register_corpus
+    from citegraph.graphs.registry import build_graph, make_context
 
     spec, model = scripted(_script)
     corpus = CorpusDouble(_corpus_chunks())

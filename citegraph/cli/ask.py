@@ -88,8 +88,8 @@ def _answer_input(args, method) -> dict:
 
 
 def cmd_ask(args) -> int:
-    from citegraph.run.datasets import Item, bundled_example, check_question, load_documents
     from citegraph.graphs.registry import entry
+    from citegraph.run.datasets import Item, bundled_example, check_question, load_documents
 
     method = entry(args.method)  # resolved once, passed along
     question = _text_arg(args.question, args.question_file, "question")
@@ -178,6 +178,7 @@ def _retrieval_overrides(args) -> dict:
 
 def register(sub) -> None:
     from citegraph.graphs.registry import answer_methods, names
+    from citegraph.state.base import RETRIEVAL_MODES
 
     p = sub.add_parser("ask", help="answer one question from a documents file")
     p.add_argument("method", choices=names())
@@ -188,7 +189,7 @@ def register(sub) -> None:
     p.add_argument("--example", action="store_true", help="use the bundled example question and documents")
     p.add_argument("--index", help="open-domain: retrieve the documents from this index (folder or chroma+http://...)")
     p.add_argument("--k", type=int, default=None, help="with --index: chunks retrieved (default: the top_k knob, 5)")
-    p.add_argument("--mode", choices=["bm25", "dense", "hybrid", "rrf"], default=None, help="with --index: retrieval mode (default hybrid)")
+    p.add_argument("--mode", choices=RETRIEVAL_MODES, default=None, help="with --index: retrieval mode (default hybrid)")
     p.add_argument("--alpha", type=float, default=None, help="with --index, hybrid: weight of the dense score (default 0.5)")
     p.add_argument("--answer", default=None, metavar="TEXT",
                    help=f"{', '.join(answer_methods())}: the answer to attribute ('-': read it from stdin)")

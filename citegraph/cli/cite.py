@@ -40,9 +40,9 @@ def _read_text(path: str) -> str:
 
 
 def cmd_cite(args) -> int:
+    from citegraph.graphs.registry import entry
     from citegraph.run.datasets import Item, load_documents
     from citegraph.run.runner import answer_item
-    from citegraph.graphs.registry import entry
     from citegraph.tools.verifier import get_verifier
 
     if bool(args.docs) == bool(args.index):

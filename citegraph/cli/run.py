@@ -14,9 +14,9 @@ def cmd_run(args) -> int:
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from citegraph.graphs.registry import entry
     from citegraph.run.datasets import attach_answers, check_answer_field, check_output_path, load_items
     from citegraph.run.runner import run_dataset
-    from citegraph.graphs.registry import entry
 
     if args.limit is not None and args.limit < 1:
         raise InputError("--limit must be at least 1")

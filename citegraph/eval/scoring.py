@@ -25,9 +25,9 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from citegraph import metrics as M
 from citegraph.errors import InputError
 from citegraph.run.datasets import json_loads
-from citegraph import metrics as M
 from citegraph.state.answer import AttributedAnswer, Document
 
 DATASETS = ("asqa", "eli5", "qampari", "generic")

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from citegraph.errors import InputError, ModelError, ModelReplyError
+from citegraph.graphs.registry import GraphEntry, entry
 from citegraph.run.datasets import Item
 from citegraph.run.provenance import endpoint_url, provenance
-from citegraph.graphs.registry import GraphEntry, entry
 from citegraph.state import AttributedAnswer
 from citegraph.tools import failures
 from citegraph.tools.checkpoints import open_checkpointer, redact

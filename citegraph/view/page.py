@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from citegraph.errors import InputError
+from citegraph.eval.scoring import _documents, read_output_file, score_path, structured_answer
 from citegraph.metrics import alce_citation_job, alce_doc, run_jobs
 from citegraph.run.provenance import code_label
-from citegraph.eval.scoring import _documents, read_output_file, score_path, structured_answer
 from citegraph.state.answer import AttributedAnswer, Document
 from citegraph.tools.sentences import split_sentences
 
