@@ -33,11 +33,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from citegraph.eval.datasets import load_items  # noqa: E402
-from citegraph.eval.runner import answer_item, make_record  # noqa: E402
 from citegraph.eval.scoring import bootstrap, score_records, summarize  # noqa: E402
 from citegraph.graphs.registry import build_graph, context_class, make_context  # noqa: E402
 from citegraph.nodes.attribution import attribute_answer  # noqa: E402
+from citegraph.run.datasets import load_items  # noqa: E402
+from citegraph.run.runner import answer_item, make_record  # noqa: E402
 from citegraph.state import AttributedAnswer  # noqa: E402
 from citegraph.tools.verifier import get_verifier  # noqa: E402
 

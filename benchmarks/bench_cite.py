@@ -27,10 +27,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from citegraph.eval.datasets import Item, load_items  # noqa: E402
-from citegraph.eval.runner import answer_item  # noqa: E402
 from citegraph.graphs.registry import build_graph, make_context  # noqa: E402
 from citegraph.nodes.attribution import premise  # noqa: E402
+from citegraph.run.datasets import Item, load_items  # noqa: E402
+from citegraph.run.runner import answer_item  # noqa: E402
 from citegraph.state import AttributedAnswer  # noqa: E402
 from citegraph.tools.sentences import split_sentences  # noqa: E402
 from citegraph.tools.verifier import get_verifier  # noqa: E402

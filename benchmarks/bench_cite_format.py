@@ -17,8 +17,8 @@ import json
 import time
 from pathlib import Path
 
-from citegraph.eval.datasets import bundled_example, load_items
 from citegraph.prompts.alce import build_prompt
+from citegraph.run.datasets import bundled_example, load_items
 from citegraph.state import AttributedAnswer
 from citegraph.tools.models import chat_text, cited_sentences, get_chat_model, reset_local_models
 

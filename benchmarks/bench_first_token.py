@@ -41,8 +41,8 @@ def main() -> None:
 
     from langchain_core.callbacks import BaseCallbackHandler
 
-    from citegraph.eval.datasets import bundled_example
     from citegraph.graphs.registry import build_graph
+    from citegraph.run.datasets import bundled_example
     from citegraph.state.vanilla import VanillaContext
     from citegraph.tools.models import chat_reply, reset_local_models
 

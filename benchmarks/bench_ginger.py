@@ -33,7 +33,7 @@ ELI5_METHODS = ["ginger:top_n=5:max_sentences=3", "ginger:top_n=5", "vanilla", "
 
 
 def _items(path: Path, limit: int):
-    from citegraph.eval.datasets import load_items
+    from citegraph.run.datasets import load_items
 
     return load_items(path, limit=limit)
 

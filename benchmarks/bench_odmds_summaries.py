@@ -42,7 +42,7 @@ def pick(queries, n: int):
 def rouge2(output: str, references: list[str]) -> float:
     from rouge_score import rouge_scorer
 
-    from citegraph.nodes.metrics import remove_citations
+    from citegraph.metrics import remove_citations
 
     sc = rouge_scorer.RougeScorer(["rouge2"], use_stemmer=True)
     hyp = remove_citations(output)
@@ -92,8 +92,8 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="OdmdsContext knobs for every method")
     args = ap.parse_args(argv)
 
-    from citegraph.nodes.metrics import raac_citation_f1, rouge_lsum
     from citegraph.graphs.registry import build_graph, make_context
+    from citegraph.metrics import raac_citation_f1, rouge_lsum
     from citegraph.state.answer import AttributedAnswer
     from citegraph.state.base import CliText
 

@@ -44,7 +44,7 @@ def main() -> None:
 
     torch.set_num_threads(1)
     from citegraph.eval.scoring import score_file
-    from citegraph.nodes.metrics import resolve_verifier
+    from citegraph.metrics import resolve_verifier
 
     t0 = time.perf_counter()
     verifier = resolve_verifier(a.verifier)

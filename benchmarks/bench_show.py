@@ -35,9 +35,9 @@ ANSWER = ("The Eiffel Tower was built from 1887 to 1889 [1]. It is 330 metres ta
 
 
 def make_output(n: int, folder: Path) -> Path:
-    from citegraph.eval.datasets import bundled_example
-    from citegraph.eval.runner import run_dataset
     from citegraph.graphs.registry import make_context
+    from citegraph.run.datasets import bundled_example
+    from citegraph.run.runner import run_dataset
     from citegraph.testing import ScriptedChatModel
     from citegraph.tools.models import register_chat_model
 
@@ -97,7 +97,7 @@ def main() -> int:
         torch.set_num_threads(1)
     except ImportError:
         pass
-    from citegraph.eval.views import build_page, render_page
+    from citegraph.view.page import build_page, render_page
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -105,7 +105,7 @@ def main() -> int:
         verifier = None if args.verifier == "none" else args.verifier
         v = None
         if verifier is not None:  # load the verifier first: its start-up is not the page's cost
-            from citegraph.nodes.metrics import resolve_verifier
+            from citegraph.metrics import resolve_verifier
 
             v = resolve_verifier(verifier)
             v.score([("The tower is tall.", "It is tall.")])

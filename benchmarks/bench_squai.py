@@ -81,19 +81,20 @@ class Journal:
 
 
 def top10(question: str, docs, index: str = "", k: int = 10):
-    from citegraph.nodes.squai.retrieval import candidates_for, open_corpus
+    from citegraph.corpus import open_corpus
+    from citegraph.nodes.squai.retrieval import candidates_for
     from citegraph.state.squai import RagContext
 
     ctx = RagContext()
-    corpus = open_corpus(index, []) if index else open_corpus("", docs)
+    corpus = open_corpus(index) if index else open_corpus("", docs)
     return [c.document for c in candidates_for(corpus, 0, question, k=k, mode=ctx.retrieval_mode,
                                                alpha=ctx.retrieval_alpha, candidate_factor=ctx.candidate_factor)]
 
 
 def answer(method: str, qid: str, question: str, docs, args) -> dict:
-    from citegraph.eval.datasets import Item
-    from citegraph.eval.runner import answer_item
     from citegraph.graphs.registry import build_graph, make_context
+    from citegraph.run.datasets import Item
+    from citegraph.run.runner import answer_item
     from citegraph.tools.models import reset_local_models
 
     reset_local_models()
@@ -150,7 +151,7 @@ CONTEXT_CACHE: dict = {}
 
 def score(row: dict, args) -> dict:
     from citegraph.eval.deepeval_metrics import context_texts, deepeval_scores
-    from citegraph.nodes.metrics import judge, raac_citation_f1
+    from citegraph.metrics import judge, raac_citation_f1
     from citegraph.state import AttributedAnswer
 
     ans = AttributedAnswer.model_validate(row["answer"])
@@ -252,7 +253,7 @@ def support_check_row(row: dict, spec: str) -> dict:
     supporting sentences were chosen by ``--verifier``, so the table's support precision by that same
     verifier is 1 by construction; this asks ``spec`` instead.) ``evidence_found`` is None for an answer
     from a method that attaches no supporting sentences (no evidence and no ``unsupported_citations``)."""
-    from citegraph.nodes.metrics import judge
+    from citegraph.metrics import judge
     from citegraph.state import AttributedAnswer
 
     ans = AttributedAnswer.model_validate(row["answer"])

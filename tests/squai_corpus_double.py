@@ -1,11 +1,11 @@
-"""TEST DOUBLE of ``citegraph.corpus`` for the SQuAI/RAG tests (never shipped): a tiny word-overlap ``Corpus`` with the
-corpus layer's ``search()`` interface, installed into ``sys.modules`` by the ``fake_corpus``
-fixture of tests/test_squai.py so the SQuAI/RAG graphs can be tested without the real index."""
+"""TEST DOUBLE of the corpus layer's ``Corpus`` for the SQuAI/RAG tests (never shipped): a tiny word-overlap index with
+the corpus layer's ``open()`` / ``from_documents()`` / ``search()`` interface, put behind the real door
+(``citegraph.corpus.open_corpus``, its cache included) by the ``fake_corpus`` fixture of tests/test_squai.py, so the
+SQuAI/RAG graphs can be tested without the real index."""
 
 from __future__ import annotations
 
 import re
-import types
 from dataclasses import dataclass, field
 
 from citegraph.state.answer import Document
@@ -52,7 +52,7 @@ class Corpus:
     built: list[int] = []
 
     @classmethod
-    def from_documents(cls, docs: list[Document]) -> "Corpus":
+    def from_documents(cls, docs: list[Document], chunk_tokens: int = 256) -> "Corpus":
         import time
 
         time.sleep(0.05)  # long enough for parallel sub-questions to overlap
@@ -67,6 +67,9 @@ class Corpus:
             raise FileNotFoundError(spec)
         return cls.opened[spec]
 
+    def __len__(self) -> int:
+        return len(self.chunks)
+
     def search(self, query: str, k: int = 10, mode: str = "hybrid", alpha: float = 0.65,
                candidates: int | None = None) -> list[Hit]:
         Corpus.searches.append({"query": query, "k": k, "mode": mode, "alpha": alpha, "candidates": candidates})
@@ -74,10 +77,3 @@ class Corpus:
         scored = [(len(q & _words(c.title + " " + c.text)) / max(1, len(q)), i, c) for i, c in enumerate(self.chunks)]
         scored.sort(key=lambda t: (-t[0], t[1]))
         return [Hit(chunk=c, score=s, dense_score=s, sparse_score=s, rank=r) for r, (s, _, c) in enumerate(scored[:k])]
-
-
-def as_module() -> types.ModuleType:
-    mod = types.ModuleType("citegraph.corpus")
-    mod.Corpus, mod.Chunk, mod.Hit = Corpus, Chunk, Hit
-    mod.open_corpus = Corpus.open
-    return mod

@@ -21,7 +21,7 @@ import re
 
 import pytest
 
-from citegraph.nodes import metrics as M
+from citegraph import metrics as M
 from citegraph.eval.scoring import score_records
 from citegraph.tools.verifier import FunctionVerifier
 

@@ -219,7 +219,7 @@ def test_cite_cli_bad_input(tmp_path, capsys, docs4, argv, needle):
 
 def test_ask_save_writes_what_show_reads_and_never_overwrites(tmp_path, capsys, scripted):
     from citegraph.cli import main
-    from citegraph.eval.views import build_page, render_page
+    from citegraph.view.page import build_page, render_page
 
     register_verifier("stub:overlap-save", FunctionVerifier(overlap, spec="stub:overlap-save", threshold=0.99))
     spec, _ = scripted(["The Eiffel Tower is in Paris [3]. It was painted green by aliens."])

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from citegraph.eval.datasets import Item
-from citegraph.eval.runner import answer_item
 from citegraph.graphs.registry import GRAPHS, build_graph, make_context
+from citegraph.run.datasets import Item
+from citegraph.run.runner import answer_item
 from citegraph.state import Document
 from citegraph.tools.verifier import register_verifier
 

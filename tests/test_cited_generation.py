@@ -153,8 +153,8 @@ def test_rag_constrained_skips_the_citation_retry(scripted):
 
 @pytest.mark.slow
 def test_embedded_model_constrained_reply_cites_every_sentence():
-    from citegraph.eval.datasets import bundled_example
     from citegraph.prompts.alce import build_prompt
+    from citegraph.run.datasets import bundled_example
 
     item = bundled_example()
     prompt = build_prompt(item.question, item.documents, ndemo=1)

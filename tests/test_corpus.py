@@ -188,6 +188,81 @@ def test_from_documents_is_in_memory_and_searchable(docs):
     c.close()
 
 
+# ------------------------------------------------------------------------------------- the door
+def test_one_door_caches_what_it_opens(small_index, docs, monkeypatch):
+    """open_corpus: an index opened once; given documents indexed once per content (metadata and chunk
+    size included), the last few kept; a registered corpus wins; neither spec nor documents: InputError."""
+    import citegraph.corpus.registry as door
+    from citegraph.corpus import open_corpus, register_corpus, unregister_corpus
+
+    forget_opened()
+    built = []
+    real = Corpus.from_documents
+    monkeypatch.setattr(door.Corpus, "from_documents",
+                        classmethod(lambda cls, d, **kw: built.append(len(d)) or real.__func__(cls, d, **kw)))
+    idx = open_corpus(str(small_index))
+    assert open_corpus(f"  {small_index} ") is idx and len(idx) > 0
+    mem = open_corpus("", docs)
+    assert open_corpus(str(small_index), list(docs)) is mem and built == [3]  # given documents win over a spec
+    assert open_corpus("", docs, chunk_tokens=64) is not mem  # another chunk size: another index
+    relinked = [d.model_copy(update={"metadata": {"links": ["x"]}}) for d in docs]
+    assert open_corpus("", relinked) is not mem and built == [3, 3, 3]
+    for i in range(door.MAX_DOCUMENT_CORPORA):
+        open_corpus("", docs[:1] + [docs[1].model_copy(update={"text": f"Beta {i} flows."})])
+    assert open_corpus("", docs) is not mem and len(built) == 3 + door.MAX_DOCUMENT_CORPORA + 1  # evicted
+    assert open_corpus(str(small_index)) is idx  # a named index is kept
+
+    class Fixed:
+        def search(self, query, k=10, mode="hybrid", alpha=0.5, **_):
+            return []
+
+    spec = register_corpus("fixed:door", Fixed())
+    assert isinstance(open_corpus(spec), Fixed)
+    unregister_corpus(spec)
+    with pytest.raises(InputError, match="no index at fixed:door"):
+        open_corpus(spec)
+    with pytest.raises(InputError, match="search"):
+        register_corpus("nothing", object())
+    with pytest.raises(InputError, match="no documents given and no corpus set"):
+        open_corpus("", [])
+    forget_opened()
+    assert open_corpus(str(small_index)) is not idx
+
+
+def test_corpus_modules_import_no_loop():
+    """index -> retrievers -> chunking, registry -> index + retrievers: no corpus module imports one that
+    imports it back (lazy imports inside functions included)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "citegraph" / "corpus"
+    deps = {}
+    for f in root.glob("*.py"):
+        names = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("citegraph.corpus."):
+                names.add(node.module.rsplit(".", 1)[1])
+        deps[f.stem] = names
+
+    def reaches(a, b, seen=()):
+        return any(d == b or (d not in seen and reaches(d, b, seen + (d,))) for d in deps.get(a, ()))
+
+    assert deps["index"] >= {"retrievers", "chunking"} and "index" not in deps["retrievers"]
+    assert [m for m in deps if m != "__init__" and reaches(m, m)] == []
+
+
+def test_retrieval_modes_are_defined_once():
+    from citegraph.corpus import MODES
+    from citegraph.state.base import RETRIEVAL_MODES
+    from citegraph.state.odmds import OdmdsContext
+    from citegraph.state.squai import RagContext, SquaiContext
+    from citegraph.state.vanilla import VanillaContext
+
+    assert MODES is RETRIEVAL_MODES
+    for ctx in (VanillaContext, SquaiContext, RagContext, OdmdsContext):
+        f = {f.name: f for f in __import__("dataclasses").fields(ctx)}["retrieval_mode"]
+        assert f.metadata["choices"] == RETRIEVAL_MODES, ctx
+
+
 # ------------------------------------------------------------------------------------- LangChain
 def test_as_retriever_and_a_langchain_retriever_in(small_index, scripted, tmp_path):
     from langchain_core.documents import Document as LCDocument

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from citegraph.cli import main
-from citegraph.eval.datasets import Item
-from citegraph.eval.runner import answer_item, run_dataset, thread_id
+from citegraph.run.datasets import Item
+from citegraph.run.runner import answer_item, run_dataset, thread_id
 from citegraph.graphs.registry import build_graph, make_context
 from citegraph.state import Document
 from citegraph.tools.checkpoints import close_checkpointers, open_checkpointer, redact

@@ -48,7 +48,7 @@ def test_eval_alce_format_default_and_alce_flags(tmp_path, capsys):
     s = res["summary"]
     assert s["citation_rec"] == 100.0 and s["citation_prec"] == 100.0 and s["citation_f1"] == 100.0
     assert s["str_em"] == pytest.approx(75.0)  # (1/2 + 1/1) / 2
-    from citegraph.nodes.metrics import rouge_lsum
+    from citegraph.metrics import rouge_lsum
 
     best = 100 * rouge_lsum("Paris is the capital of France. Berlin is the capital of Germany.", ["Paris is the capital of France."])
     assert res["items"][0]["rougeLsum"] == pytest.approx(best) and best > 50  # the better of the two references
@@ -65,9 +65,9 @@ def test_eval_alce_format_default_and_alce_flags(tmp_path, capsys):
 
 
 def test_eval_our_format_reports_cost(tmp_path, scripted):
-    from citegraph.eval.datasets import load_items
-    from citegraph.eval.runner import run_dataset
     from citegraph.graphs.registry import make_context
+    from citegraph.run.datasets import load_items
+    from citegraph.run.runner import run_dataset
 
     data = tmp_path / "data.json"
     data.write_text(json.dumps([{"question": "Capitals?", "docs": DOCS, "answer": "Paris is the capital of France.",
@@ -87,9 +87,9 @@ def test_eval_our_format_reports_cost(tmp_path, scripted):
 def test_runner_starts_every_item_from_an_empty_model_cache(tmp_path, scripted, monkeypatch):
     # llama.cpp's prefix cache makes an answer depend on the prompt before it; at concurrency 1
     # the runner empties it before each item, so an item's answer does not depend on its neighbours
-    import citegraph.eval.runner as runner
-    from citegraph.eval.datasets import load_items
+    import citegraph.run.runner as runner
     from citegraph.graphs.registry import make_context
+    from citegraph.run.datasets import load_items
 
     events = []
     monkeypatch.setattr(runner, "reset_local_models", lambda: events.append("reset"))
@@ -152,7 +152,7 @@ def test_bench_writes_report_and_resumes(tmp_path, scripted, capsys):
 
 def test_bench_report_names_the_code_and_warns_when_a_resume_mixed_versions(tmp_path, scripted):
     from citegraph import __version__
-    from citegraph.eval.provenance import code_label, git_revision
+    from citegraph.run.provenance import code_label, git_revision
 
     data = tmp_path / "asqa.json"
     data.write_text(json.dumps([{"sample_id": f"q{i}", "question": f"Capitals {i}?", "docs": DOCS,
@@ -187,7 +187,7 @@ def test_bench_report_names_the_code_and_warns_when_a_resume_mixed_versions(tmp_
 def test_provenance_pins_the_shipped_verifier_and_the_judge_model():
     import hashlib
 
-    from citegraph.eval.provenance import verifier_identity
+    from citegraph.run.provenance import verifier_identity
     from citegraph.tools.local_model import EMBEDDED
     from citegraph.tools.verifier import ASSET_DIR
 
@@ -258,9 +258,9 @@ def test_summary_and_bootstrap_interval():
 
 
 def test_scores_report_uncited_sentences_and_module_entailment():
-    from citegraph.eval.datasets import Item
-    from citegraph.eval.runner import make_record
     from citegraph.eval.scoring import score_records
+    from citegraph.run.datasets import Item
+    from citegraph.run.runner import make_record
     from citegraph.state import AttributedAnswer, CitedSentence, Document
 
     docs = [Document(id=str(i), title=d["title"], text=d["text"]) for i, d in enumerate(DOCS, 1)]

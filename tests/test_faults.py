@@ -306,7 +306,7 @@ def test_provenance_names_the_endpoint_not_the_key(tmp_path, endpoint, stub_veri
 
 def test_output_is_appended_not_rewritten(tmp_path, endpoint, stub_verifier, capsys, monkeypatch):
     # the JSON file is written once, when the run ends; finished items only ever append to the journal
-    from citegraph.eval import runner
+    from citegraph.run import runner
 
     writes = []
     real = runner.ResumableWriter._rewrite

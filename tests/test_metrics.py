@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from citegraph.nodes.metrics import (
+from citegraph.metrics import (
     alce_citation_scores, claims_recall, qampari_scores, raac_citation_f1, rouge_lsum, str_em,
 )
 from citegraph.state import AttributedAnswer, CitedSentence, Document

@@ -181,6 +181,25 @@ def test_tiny_corpus_has_no_clusters_instead_of_failing():
 
 
 # --------------------------------------------------------------------------- Eq. 8-10
+def test_graph_settings_read_every_setting_from_its_knob():
+    """Each GraphSettings field comes from one OdmdsContext knob: the defaults agree, and changing a knob
+    changes exactly its field (so the cluster cache key follows every knob that changes the clusters)."""
+    from dataclasses import fields
+
+    from citegraph.nodes.odmds.nodes import KNOB_OF_SETTING, graph_settings
+    from citegraph.state.odmds import OdmdsContext
+
+    assert graph_settings(OdmdsContext()) == GraphSettings()
+    other = {bool: lambda v: not v, int: lambda v: v + 1, float: lambda v: v / 2 + 0.125}
+    choices = {"loss": "frobenius", "method": "kmeans"}
+    base = GraphSettings()
+    for f in fields(GraphSettings):
+        old = getattr(base, f.name)
+        new = choices.get(f.name) or (other[type(old)](old) if type(old) in other else f"{old}-x")
+        got = graph_settings(OdmdsContext(**{KNOB_OF_SETTING.get(f.name, f.name): new}))
+        assert got == GraphSettings(**{f.name: new}), f.name
+
+
 def test_cluster_rerank_on_hand_computed_numbers_both_readings_of_w():
     # candidates in first-retrieval order: A (cluster 0), B and C (cluster 1), D (noise)
     scores, labels = [0.9, 0.8, 0.7, 0.3], [0, 1, 1, -1]
@@ -230,8 +249,8 @@ def _script(messages, kwargs):
 
 @pytest.fixture
 def odmds_run(scripted, tmp_path):
+    from citegraph.corpus import register_corpus
     from citegraph.graphs.registry import build_graph, make_context
-    from citegraph.nodes.odmds import register_corpus
 
     spec, model = scripted(_script)
     corpus = CorpusDouble(_corpus_chunks())

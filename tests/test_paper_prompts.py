@@ -148,8 +148,8 @@ def test_table16_judge_spec_and_prompt(scripted):
 
 def test_citation_metrics_under_the_table16_judge(scripted):
     """ALCE citation recall/precision scored by the Table 16 evaluator (as RAAC's Table 4 reports)."""
-    from citegraph.eval.provenance import verifier_identity
-    from citegraph.nodes.metrics import alce_citation_scores
+    from citegraph.metrics import alce_citation_scores
+    from citegraph.run.provenance import verifier_identity
 
     spec, _ = scripted(judge=lambda text: 0.95 if (text.startswith("Role: data annotator.")
                                                    and "Ann" in text.split("- Sentence:")[0]

@@ -664,8 +664,8 @@ def test_registry_context_and_langgraph_json():
 
 
 def test_answer_item_usage(five_docs, scripted, monkeypatch):
-    from citegraph.eval.datasets import Item
-    from citegraph.eval.runner import answer_item
+    from citegraph.run.datasets import Item
+    from citegraph.run.runner import answer_item
 
     monkeypatch.setattr(calibration_mod, "citation_f1", fixed_f1([1.0]))
     spec, _ = scripted(Router(gen=["Alpha [1]."], feedback=[fb(3)]))

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from citegraph.cli import main
-from citegraph.eval.datasets import Item
-from citegraph.eval.runner import content_digest, thread_id
+from citegraph.run.datasets import Item
+from citegraph.run.runner import content_digest, thread_id
 from citegraph.graphs.registry import make_context
 from citegraph.state import Document
 

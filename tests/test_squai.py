@@ -9,14 +9,14 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
-from squai_corpus_double import as_module
-
-import citegraph.corpus as REAL_CORPUS
+import squai_corpus_double
 from stubs import KeywordVerifier
+
+import citegraph.corpus.registry as DOOR
 
 from citegraph.graphs.registry import build_graph
 from citegraph.nodes.squai import nodes as N
-from citegraph.nodes.squai.retrieval import clear_cache
+from citegraph.corpus import forget_opened
 from citegraph.prompts.squai import DecompositionReply
 from citegraph.state import AttributedAnswer, CitedSentence, Document, Evidence
 from citegraph.state.squai import Candidate, RagContext, SquaiContext
@@ -36,13 +36,13 @@ SUBS = ["What is quantum computing?", "How is quantum computing used in cryptogr
 
 @pytest.fixture(autouse=True)
 def fake_corpus(monkeypatch):
-    """The corpus-layer TEST DOUBLE (tests/squai_corpus_double.py) in place of citegraph.corpus."""
-    mod = as_module()
-    mod.Corpus.searches, mod.Corpus.built = [], []
-    monkeypatch.setitem(sys.modules, "citegraph.corpus", mod)
-    clear_cache()
+    """The corpus-layer TEST DOUBLE (tests/squai_corpus_double.py) behind the real door (open_corpus and its cache)."""
+    mod = squai_corpus_double
+    mod.Corpus.searches, mod.Corpus.built, mod.Corpus.opened = [], [], {}
+    monkeypatch.setattr(DOOR, "Corpus", mod.Corpus)
+    forget_opened()
     yield mod
-    clear_cache()
+    forget_opened()
 
 
 @pytest.fixture
@@ -355,8 +355,10 @@ def test_index_when_no_documents_are_given(scripted, fake_corpus):
 
 def test_squai_on_the_real_corpus_layer(scripted, verifier, monkeypatch):
     """The real citegraph.corpus (in-memory index over the given documents): chunk ids, provenance."""
-    monkeypatch.setitem(sys.modules, "citegraph.corpus", REAL_CORPUS)
-    clear_cache()
+    from citegraph.corpus.index import Corpus
+
+    monkeypatch.setattr(DOOR, "Corpus", Corpus)
+    forget_opened()
     spec, _ = scripted(script('{"split": false, "sub_questions": []}', "Quantum computing uses qubits [1]."),
                        judge=relevant)
     state = final_state("squai", SquaiContext(llm=spec, verifier=verifier[0], top_k=3))

@@ -75,9 +75,9 @@ def test_emit_outside_a_run_is_a_no_op():
 
 def test_answer_item_reports_nodes_and_custom_events(scripted):
     from citegraph.cli.ask import describe_event
-    from citegraph.eval.datasets import Item
+    from citegraph.run.datasets import Item
     from citegraph.graphs.registry import entry
-    from citegraph.eval.runner import answer_item
+    from citegraph.run.runner import answer_item
 
     router = Router(gen=["Alpha was founded in 1901 [1]."], feedback=[fb(3)])
     spec, _ = scripted(router)
@@ -185,7 +185,7 @@ def test_index_build_inside_a_run_reports_progress(tmp_path):
 def test_vanilla_streams_embedded_model_tokens_that_add_up_to_its_reply():
     """Through the real llama.cpp path: stream_mode="messages" on VANILLA yields token chunks whose
     concatenation is the reply the answer was parsed from (its raw_output)."""
-    from citegraph.eval.datasets import bundled_example
+    from citegraph.run.datasets import bundled_example
     from citegraph.tools.models import get_chat_model, reset_local_models
 
     try:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from citegraph import VanillaContext, build_graph
-from citegraph.eval.datasets import Item
-from citegraph.eval.runner import answer_item
+from citegraph.run.datasets import Item
+from citegraph.run.runner import answer_item
 
 
 def test_vanilla_graph_end_to_end_scripted(docs, scripted):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from citegraph.eval.workqueue import WorkQueue
+from citegraph.run.workqueue import WorkQueue
 
 import pg_server
 from fake_openai import FakeOpenAI

@@ -38,7 +38,7 @@ def _answer_with_progress(graph, item, ctx, method, thread: str | None = None):
     from rich.console import Console
     from rich.markup import escape
 
-    from citegraph.eval.runner import answer_item
+    from citegraph.run.runner import answer_item
 
     console = Console(stderr=True)
     if not console.is_terminal:  # piped or captured: no spinner, no noise
@@ -55,7 +55,7 @@ def _text_arg(value: str | None, path: str | None, flag: str) -> str | None:
     """``--X TEXT`` or ``--X-file FILE``; ``-`` (either) reads stdin. None when neither is given."""
     import sys
 
-    from citegraph.eval.datasets import read_utf8
+    from citegraph.run.datasets import read_utf8
 
     if value is not None and path is not None:
         raise InputError(f"give --{flag} or --{flag}-file, not both")
@@ -88,8 +88,8 @@ def _answer_input(args, method) -> dict:
 
 
 def cmd_ask(args) -> int:
-    from citegraph.eval.datasets import Item, bundled_example, check_question, load_documents
     from citegraph.graphs.registry import entry
+    from citegraph.run.datasets import Item, bundled_example, check_question, load_documents
 
     method = entry(args.method)  # resolved once, passed along
     question = _text_arg(args.question, args.question_file, "question")
@@ -114,7 +114,7 @@ def cmd_ask(args) -> int:
     graph = method.build(checkpointer=saver)
     thread = None
     if saver is not None:
-        from citegraph.eval.runner import thread_id
+        from citegraph.run.runner import thread_id
 
         thread = thread_id(args.method, item, ctx)
     t0 = time.perf_counter()
@@ -145,7 +145,7 @@ def _save(path: str, method: str, item, ans, usage: dict, ctx) -> None:
     import dataclasses
     import os
 
-    from citegraph.eval.runner import make_record
+    from citegraph.run.runner import make_record
 
     item.raw = {"id": item.id, "question": item.question, **(item.raw or {}),
                 "docs": [d.model_dump(mode="json") for d in item.documents]}
@@ -178,6 +178,7 @@ def _retrieval_overrides(args) -> dict:
 
 def register(sub) -> None:
     from citegraph.graphs.registry import answer_methods, names
+    from citegraph.state.base import RETRIEVAL_MODES
 
     p = sub.add_parser("ask", help="answer one question from a documents file")
     p.add_argument("method", choices=names())
@@ -188,7 +189,7 @@ def register(sub) -> None:
     p.add_argument("--example", action="store_true", help="use the bundled example question and documents")
     p.add_argument("--index", help="open-domain: retrieve the documents from this index (folder or chroma+http://...)")
     p.add_argument("--k", type=int, default=None, help="with --index: chunks retrieved (default: the top_k knob, 5)")
-    p.add_argument("--mode", choices=["bm25", "dense", "hybrid", "rrf"], default=None, help="with --index: retrieval mode (default hybrid)")
+    p.add_argument("--mode", choices=RETRIEVAL_MODES, default=None, help="with --index: retrieval mode (default hybrid)")
     p.add_argument("--alpha", type=float, default=None, help="with --index, hybrid: weight of the dense score (default 0.5)")
     p.add_argument("--answer", default=None, metavar="TEXT",
                    help=f"{', '.join(answer_methods())}: the answer to attribute ('-': read it from stdin)")

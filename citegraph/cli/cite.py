@@ -21,7 +21,7 @@ from citegraph.errors import InputError
 
 
 def _read_text(path: str) -> str:
-    from citegraph.eval.datasets import read_utf8
+    from citegraph.run.datasets import read_utf8
 
     if path == "-":
         data = sys.stdin.buffer.read()
@@ -40,9 +40,9 @@ def _read_text(path: str) -> str:
 
 
 def cmd_cite(args) -> int:
-    from citegraph.eval.datasets import Item, load_documents
-    from citegraph.eval.runner import answer_item
     from citegraph.graphs.registry import entry
+    from citegraph.run.datasets import Item, load_documents
+    from citegraph.run.runner import answer_item
     from citegraph.tools.verifier import get_verifier
 
     if bool(args.docs) == bool(args.index):

@@ -89,7 +89,7 @@ def workers_args(args) -> dict[str, Any]:
     if lease is not None and not spec:
         raise InputError("--workers-lease needs --workers-db")
     if spec:
-        from citegraph.eval.workqueue import check_workers_db
+        from citegraph.run.workqueue import check_workers_db
 
         check_workers_db(spec)
         if getattr(args, "overwrite", False):

@@ -99,6 +99,8 @@ def cmd_search(args) -> int:
 
 
 def register(sub) -> None:
+    from citegraph.state.base import RETRIEVAL_MODES
+
     p = sub.add_parser("index", help="build, extend and search a corpus index (Chroma + bm25s)")
     isub = p.add_subparsers(dest="index_command", required=True)
     for name, func, helptext in (("build", cmd_build, "index a corpus (a second build of the same corpus is a no-op)"),
@@ -116,7 +118,7 @@ def register(sub) -> None:
     s = isub.add_parser("search", help="search an index")
     s.add_argument("--index", required=True)
     s.add_argument("--query", "-q", required=True)
-    s.add_argument("--mode", choices=["bm25", "dense", "hybrid", "rrf"], default="hybrid")
+    s.add_argument("--mode", choices=RETRIEVAL_MODES, default="hybrid")
     s.add_argument("--k", type=int, default=10)
     s.add_argument("--alpha", type=float, default=0.5, help="hybrid: weight of the dense score (0 = BM25 only, 1 = dense only)")
     s.add_argument("--json", action="store_true", help="one JSON object per hit")

@@ -14,9 +14,9 @@ def cmd_run(args) -> int:
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from citegraph.eval.datasets import attach_answers, check_answer_field, check_output_path, load_items
-    from citegraph.eval.runner import run_dataset
     from citegraph.graphs.registry import entry
+    from citegraph.run.datasets import attach_answers, check_answer_field, check_output_path, load_items
+    from citegraph.run.runner import run_dataset
 
     if args.limit is not None and args.limit < 1:
         raise InputError("--limit must be at least 1")
@@ -31,7 +31,7 @@ def cmd_run(args) -> int:
         items = attach_answers(items, args.answer_field)
     ctx = context_from_args(method, args)
     if args.verifier:  # a bad spec stops here, before the first item, not inside every item
-        from citegraph.nodes.metrics import resolve_verifier
+        from citegraph.metrics import resolve_verifier
 
         resolve_verifier(args.verifier)
     console = Console(stderr=True)

@@ -22,7 +22,7 @@ def default_html(paths: list[str]) -> Path:
 def cmd_show(args) -> int:
     import sys
 
-    from citegraph.eval.views import build_page, render_page
+    from citegraph.view.page import build_page, render_page
 
     verifier = None if str(args.verifier).lower() in ("none", "off", "") else args.verifier
     html = Path(args.html) if args.html else default_html(args.files)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from citegraph.errors import InputError
-from citegraph.eval.datasets import json_loads
+from citegraph.run.datasets import json_loads
 from citegraph.tools.verifier import _REGISTRY, VerifierStats, _HFVerifier, get_verifier
 
 def _read_pairs(pairs_path: str | os.PathLike) -> list[dict]:

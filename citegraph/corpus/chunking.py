@@ -1,4 +1,5 @@
-"""Token-bounded, sentence-aligned chunks with character offsets and neighbours.
+"""Token-bounded, sentence-aligned chunks with character offsets and neighbours, and the search hit
+that carries a chunk with its scores.
 
 A document's text is split into sentences by the project's splitter
 (:func:`citegraph.tools.sentences.split_sentences`), each sentence is located in the text (so every
@@ -50,6 +51,19 @@ class Chunk:
                       "end": self.end, "prev_id": self.prev_id, "next_id": self.next_id,
                       "source": dict(self.metadata)},
         )
+
+
+@dataclass
+class Hit:
+    """One search result. ``score`` is the fused score for hybrid/rrf and the retriever's own score for
+    bm25/dense; ``dense_score`` (cosine similarity) and ``sparse_score`` (BM25) are the raw scores of
+    each retriever, None where the chunk was not among that retriever's candidates. ``rank`` is 1-based."""
+
+    chunk: Chunk
+    score: float
+    dense_score: float | None
+    sparse_score: float | None
+    rank: int
 
 
 def chunk_id(doc_id: str, order: int) -> str:

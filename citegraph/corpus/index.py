@@ -64,33 +64,22 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from citegraph.corpus.chunking import Chunk, Chunker, doc_hash
+from citegraph.corpus.chunking import Chunk, Chunker, Hit, doc_hash
 from citegraph.corpus.fusion import fuse
+from citegraph.corpus.retrievers import CorpusRetriever
 from citegraph.corpus.sources import BadLine, SourceDoc, iter_corpus, record_to_doc
 from citegraph.errors import InputError
+from citegraph.state.base import RETRIEVAL_MODES
 from citegraph.tools.progress import emit
 
 FORMAT = 1
 COLLECTION = "citegraph"
-MODES = ("bm25", "dense", "hybrid", "rrf")
+MODES = RETRIEVAL_MODES  # bm25, dense, hybrid, rrf: what a retrieval_mode knob may name
 DEFAULT_CANDIDATES = 100
 _STAMP_KEY = "citegraph_stamp"
 _WRITING = "w-"  # a stamp starting with this: a write began and did not finish (or is running)
 WRITE_BATCH = 256  # chunks embedded and written per Chroma call (the progress bar moves this often)
 _SETTING_KEYS = ("embedder", "chunk_tokens", "overlap_tokens", "splitter", "title_in_index")
-
-
-@dataclass
-class Hit:
-    """One search result. ``score`` is the fused score for hybrid/rrf and the retriever's own score for
-    bm25/dense; ``dense_score`` (cosine similarity) and ``sparse_score`` (BM25) are the raw scores of
-    each retriever, None where the chunk was not among that retriever's candidates. ``rank`` is 1-based."""
-
-    chunk: Chunk
-    score: float
-    dense_score: float | None
-    sparse_score: float | None
-    rank: int
 
 
 @dataclass
@@ -485,8 +474,6 @@ class Corpus:
 
     def as_retriever(self, k: int = 5, mode: str = "hybrid", alpha: float = 0.5):
         """A LangChain ``BaseRetriever`` over this index (documents carry the chunk provenance)."""
-        from citegraph.corpus.retrievers import CorpusRetriever
-
         return CorpusRetriever(corpus=self, k=k, mode=mode, alpha=alpha)
 
     def close(self) -> None:

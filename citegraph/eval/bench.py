@@ -21,8 +21,8 @@ from typing import Any, Callable, Sequence
 
 from citegraph.errors import InputError
 from citegraph.eval import scoring
-from citegraph.eval.provenance import provenance, summarize_records
 from citegraph.graphs.registry import method_context
+from citegraph.run.provenance import provenance, summarize_records
 from citegraph.state.base import CliText
 
 # (key, header) of the report's columns, in order; absent metrics are skipped
@@ -215,9 +215,9 @@ def run_bench(
 
     ``workers_db``: this process is one of several workers sharing every method's items through that
     PostgreSQL database (``run_dataset``); each worker scores and reports the whole job."""
-    from citegraph.eval.datasets import attach_answers, check_answer_field, load_items
-    from citegraph.eval.runner import run_dataset
     from citegraph.graphs.registry import entry
+    from citegraph.run.datasets import attach_answers, check_answer_field, load_items
+    from citegraph.run.runner import run_dataset
 
     methods = [m.strip() for m in methods if m.strip()]
     if not methods:
@@ -251,7 +251,7 @@ def run_bench(
         raise InputError(f"--set {', '.join(unused)}: no selected method has such a setting")
     check_answer_field(list(entries.values()), answer_field)
     items = load_items(data, limit=limit)
-    from citegraph.nodes.metrics import resolve_verifier
+    from citegraph.metrics import resolve_verifier
 
     resolve_verifier(verifier or "default")  # fail fast, before any generation
     extra = [v.strip() for v in score_verifiers if v and v.strip()]

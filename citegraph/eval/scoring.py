@@ -7,7 +7,7 @@ dataset type decides the correctness metrics: ``qa_pairs`` → ASQA (STR-EM, ROU
 and precision; citations scored on comma-separated items, as ALCE does).
 
 Quality metrics are reported on ALCE's 0-100 scale; cost metrics as raw counts. All verifier
-checks of a file go through :func:`citegraph.nodes.metrics.run_jobs` (one batched call per round).
+checks of a file go through :func:`citegraph.metrics.run_jobs` (one batched call per round).
 
 ``alce=True`` (``citegraph eval --alce``) scores every item as ALCE's eval.py does, item by item:
 the ``output`` field as written (first line, ``<|im_end|>`` removed), punkt sentences, ALCE's
@@ -25,9 +25,9 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from citegraph import metrics as M
 from citegraph.errors import InputError
-from citegraph.eval.datasets import json_loads
-from citegraph.nodes import metrics as M
+from citegraph.run.datasets import json_loads
 from citegraph.state.answer import AttributedAnswer, Document
 
 DATASETS = ("asqa", "eli5", "qampari", "generic")
@@ -175,7 +175,7 @@ def score_key(rec: dict, *, verifier: str, dataset: str, settings: dict) -> str:
     """What an item's scores depend on, hashed: the whole record (its output and structured answer,
     documents, gold fields, cost counters), the verifier (with the sha256 of the shipped weights for
     ``default``), the dataset type, the scoring settings and the scoring code."""
-    from citegraph.eval.provenance import verifier_identity
+    from citegraph.run.provenance import verifier_identity
 
     blob = json.dumps({"record": rec, "verifier": verifier_identity(verifier) if isinstance(verifier, str) else repr(verifier),
                        "dataset": dataset, "settings": settings, "scorer": scorer_digest()},

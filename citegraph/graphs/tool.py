@@ -62,15 +62,18 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_") or "graph"
 
 
-def make_tool(graph: Any, context: Any = None, *, name: str | None = None, description: str | None = None) -> StructuredTool:
+def make_tool(graph: Any, context: Any = None, *, name: str | None = None, description: str | None = None,
+              summary: str | None = None) -> StructuredTool:
     """``graph`` (a compiled citegraph method) as an agent's tool running under ``context`` (the method's
-    Context, or None for its defaults and ``$CITEGRAPH_LLM``/``$CITEGRAPH_VERIFIER``)."""
+    Context, or None for its defaults and ``$CITEGRAPH_LLM``/``$CITEGRAPH_VERIFIER``). ``summary``: the
+    method's one-line summary for the default description (default: its registry entry's)."""
     corpus = getattr(context, "corpus", "") if dataclasses.is_dataclass(context) else ""
     method = getattr(graph, "name", "graph")
     if description is None:
-        from citegraph.graphs.registry import GRAPHS
+        if summary is None:
+            from citegraph.graphs.registry import GRAPHS
 
-        summary = GRAPHS[method].summary if method in GRAPHS else f"citegraph method {method}."
+            summary = GRAPHS[method].summary if method in GRAPHS else f"citegraph method {method}."
         description = (f"Answer a question with citations: every sentence cites the documents that support it "
                        f"([n] = source n). Method: {summary} "
                        + ("Documents are retrieved from the configured corpus unless given."
@@ -113,12 +116,13 @@ def as_tool(method: str, *, corpus: str = "", name: str | None = None, descripti
     """The method as an agent's tool: ``as_tool("raac", corpus="idx/", llm="openai:gpt-4o-mini", k=2)``.
     ``context``: the method's knobs (an unknown one is an ``InputError`` here, as are unknown model specs)."""
     from citegraph.graphs.base import check_run
-    from citegraph.graphs.registry import build_graph, make_context
+    from citegraph.graphs.registry import entry
 
-    ctx = make_context(method, **({"corpus": corpus} if corpus else {}), **context)
+    e = entry(method)  # resolved once, passed along
+    ctx = e.make_context(**({"corpus": corpus} if corpus else {}), **context)
     check_run(type(ctx), None, ctx)  # model and verifier specs, now rather than at the first call
     if corpus:
         from citegraph.corpus import open_corpus
 
         open_corpus(corpus)  # a missing index fails here, not at the agent's first call
-    return make_tool(build_graph(method, checkpointer=checkpointer), ctx, name=name, description=description)
+    return make_tool(e.build(checkpointer=checkpointer), ctx, name=name, description=description, summary=e.summary)

@@ -74,7 +74,7 @@ def field_default(f: Any) -> Any:
     return MISSING
 
 
-RETRIEVAL_MODES = ("bm25", "dense", "hybrid", "rrf")  # citegraph.corpus.MODES
+RETRIEVAL_MODES = ("bm25", "dense", "hybrid", "rrf")  # every retrieval_mode knob's choices; citegraph.corpus.MODES
 ATTRIBUTION_MODES = ("off", "repair", "strict")  # citegraph.nodes.attribution
 ATTRIBUTION_HELP = (
     "Attribution stage after the method: off (the method's answer as it is), repair (check each sentence's citations "

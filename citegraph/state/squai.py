@@ -14,9 +14,8 @@ from typing import Annotated, ClassVar
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
-from citegraph.state.base import CITE_FORMAT_HELP, CITE_FORMATS, BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, attribution_knob, knob
+from citegraph.state.base import CITE_FORMAT_HELP, CITE_FORMATS, RETRIEVAL_MODES, BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, attribution_knob, knob
 
-RETRIEVAL_MODES = ("hybrid", "bm25", "dense", "rrf")
 JUDGE_MODES = ("auto", "logodds", "verbal")
 
 

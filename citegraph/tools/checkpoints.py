@@ -7,7 +7,7 @@
                                              query options such as ``?sslmode=require`` pass through)
 
 A graph compiled with the checkpointer saves its state after every super-step, so a run killed
-inside an item resumes from its last completed node (``citegraph.eval.runner.answer_item``). The
+inside an item resumes from its last completed node (``citegraph.run.runner.answer_item``). The
 store is opened once per process and spec (:func:`open_checkpointer`): the connection is checked and
 the tables created (``setup()``) before any item runs, so a bad spec fails with one line
 (:class:`~citegraph.errors.InputError`), not inside the first item.

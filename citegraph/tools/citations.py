@@ -3,7 +3,7 @@
 Handles ``[1][2]``, ``[1, 2]``, ``[1-3]``, ``[Doc 2]``; citations placed after the period (attached to
 the preceding sentence unless ``attach_trailing=False``: as in ALCE's eval.py, they count for the
 next sentence; ``citegraph eval --alce`` reproduces ALCE's reading exactly with
-:func:`citegraph.nodes.metrics.alce_exact_units`); out-of-range ids (dropped, with a warning); text without citations.
+:func:`citegraph.metrics.alce_exact_units`); out-of-range ids (dropped, with a warning); text without citations.
 """
 
 from __future__ import annotations

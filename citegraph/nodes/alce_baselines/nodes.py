@@ -14,7 +14,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
 
-from citegraph.nodes.metrics import alce_citation_job, run_jobs
+from citegraph.metrics import alce_citation_job, run_jobs
 from citegraph.nodes.common import answer_from_text, constrained_reply
 from citegraph.prompts.alce import build_prompt
 from citegraph.prompts.alce_baselines import build_shorter_prompt, is_irrelevant, per_document_prompt

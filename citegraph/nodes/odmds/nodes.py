@@ -10,17 +10,18 @@ documents are the original chunks, so every citation can be checked against what
 from __future__ import annotations
 
 import threading
+from dataclasses import fields
 from typing import Any, Sequence
 
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
 
+from citegraph.corpus import open_corpus
 from citegraph.errors import InputError
 from citegraph.nodes.common import answer_from_text, constrained_reply
 from citegraph.prompts.odmds import (
     ReflectReply, TopicReply, grounding, refine_prompt, reflect_prompt, summary_prompt, topic_prompt,
 )
-from citegraph.state import Document
 from citegraph.state.odmds import (
     Candidate, ChunkNote, ChunkTask, ClusterTask, ClusterTopic, OdmdsContext, OdmdsState, Routing,
 )
@@ -28,44 +29,20 @@ from citegraph.tools.graph_cluster import GraphSettings, cluster_chunks, cluster
 from citegraph.tools.models import chat_text, structured
 
 _lock = threading.Lock()
-_corpora: dict[str, Any] = {}
 _labels: dict[Any, tuple[dict[str, int], dict[str, Any]]] = {}  # by content key, and by (index stamp, settings)
 
 
 # --------------------------------------------------------------------------- corpus + clusters
-def register_corpus(spec: str, corpus: Any) -> None:
-    """Make an opened corpus (anything with ``search()`` and ``chunks()``) available under ``spec``."""
-    with _lock:
-        _corpora[spec] = corpus
-
-
-def open_corpus(spec: str, documents: Sequence[Document], chunk_tokens: int) -> Any:
-    """The corpus named by ``spec`` (a registered one, else the corpus layer's, opened once per
-    process), or the input documents as an in-memory corpus."""
-    from citegraph.corpus import Corpus
-    from citegraph.corpus import open_corpus as open_named
-
-    if spec:
-        with _lock:
-            if spec in _corpora:
-                return _corpora[spec]
-        return open_named(spec)
-    if not documents:
-        raise InputError("odmds needs a corpus (input field `corpus` or the `corpus` knob) or input documents")
-    return Corpus.from_documents(list(documents), chunk_tokens=chunk_tokens)
+# GraphSettings fields read from a knob of another name; every other field reads the knob of its own name
+KNOB_OF_SETTING = {"dim": "feature_dim", "alpha": "tfidf_weight", "beta": "embedding_weight", "layers": "gae_layers",
+                   "hidden": "gae_hidden", "out_dim": "gae_out", "dropout": "gae_dropout", "epochs": "gae_epochs",
+                   "lr": "gae_lr", "weight_decay": "gae_weight_decay", "loss": "gae_loss", "method": "cluster_method",
+                   "eps": "dbscan_eps"}
 
 
 def graph_settings(ctx: OdmdsContext) -> GraphSettings:
     """The knobs that change the cluster assignment (the cache key besides the content hash)."""
-    return GraphSettings(
-        link_field=ctx.link_field, collection_field=ctx.collection_field, position_field=ctx.position_field,
-        embedding=ctx.embedding, dim=ctx.feature_dim, alpha=ctx.tfidf_weight, beta=ctx.embedding_weight,
-        tfidf_max_features=ctx.tfidf_max_features, use_graph=ctx.use_graph, layers=ctx.gae_layers,
-        hidden=ctx.gae_hidden, out_dim=ctx.gae_out, dropout=ctx.gae_dropout, epochs=ctx.gae_epochs, lr=ctx.gae_lr,
-        weight_decay=ctx.gae_weight_decay, loss=ctx.gae_loss, frobenius_max_nodes=ctx.frobenius_max_nodes,
-        seed=ctx.seed, method=ctx.cluster_method, eps=ctx.dbscan_eps, min_samples=ctx.min_samples,
-        n_clusters=ctx.n_clusters, min_cluster_size=ctx.min_cluster_size,
-    )
+    return GraphSettings(**{f.name: getattr(ctx, KNOB_OF_SETTING.get(f.name, f.name)) for f in fields(GraphSettings)})
 
 
 def corpus_clusters(corpus: Any, settings: GraphSettings, cache_dir: str, embed_fn=None) -> tuple[dict[str, int], dict[str, Any]]:
@@ -134,8 +111,10 @@ def select(candidates: list[Candidate], k: int, *, rerank: bool, include_self: b
 def retrieve(state: OdmdsState, runtime: Runtime[OdmdsContext]) -> dict:
     """Candidates (candidate_factor·K), their clusters from the offline graph, re-rank, top K."""
     ctx = runtime.context
-    spec = state.corpus or ctx.corpus
-    corpus = open_corpus(spec, state.documents, ctx.chunk_tokens)
+    spec = state.corpus or ctx.corpus  # a named corpus wins over the input documents
+    if not spec and not state.documents:
+        raise InputError("odmds needs a corpus (input field `corpus` or the `corpus` knob) or input documents")
+    corpus = open_corpus(spec) if spec else open_corpus("", state.documents, chunk_tokens=ctx.chunk_tokens)
     hits = corpus.search(state.question, k=ctx.top_k * ctx.candidate_factor, mode=ctx.retrieval_mode,
                          alpha=ctx.retrieval_alpha)
     labels, stats = corpus_clusters(corpus, graph_settings(ctx), ctx.cache_dir)

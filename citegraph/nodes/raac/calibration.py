@@ -1,7 +1,7 @@
 """Summary Calibration (parent graph): prepare the documents, assess citation F1, gate, restrict the
 documents to D_adp, finalize.
 
-Assessment uses the evaluator's RAAC sentence metric (``citegraph.nodes.metrics.raac_citation_f1``),
+Assessment uses the evaluator's RAAC sentence metric (``citegraph.metrics.raac_citation_f1``),
 never a copy. The gate: F1 >= tau ends the run; otherwise the documents are restricted to the union
 of the citations in the TextAgent output (D_adp) and TextAgent + CitationAgent run again; the new
 answer is accepted only if its F1 is higher, else the previous one is kept and the run stops. At
@@ -21,7 +21,7 @@ from citegraph.tools.progress import emit
 
 def citation_f1(answer: AttributedAnswer, verifier: str):
     """RAAC's citation F1 from the evaluator (indirection so tests can substitute it)."""
-    from citegraph.nodes.metrics import raac_citation_f1
+    from citegraph.metrics import raac_citation_f1
 
     return raac_citation_f1(answer, verifier)
 

@@ -11,8 +11,9 @@ import threading
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite, Send
 
+from citegraph.corpus import open_corpus
 from citegraph.nodes.common import answer_from_text, cited_reply, constrained_reply
-from citegraph.nodes.squai.retrieval import candidates_for, open_corpus
+from citegraph.nodes.squai.retrieval import candidates_for
 from citegraph.prompts import squai as P
 from citegraph.state import AttributedAnswer, Evidence
 from citegraph.state.squai import (

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
+from citegraph.corpus import open_corpus
 from citegraph.nodes.common import answer_from_text, cited_reply, constrained_reply
-from citegraph.nodes.squai.retrieval import candidates_for, open_corpus
+from citegraph.nodes.squai.retrieval import candidates_for
 from citegraph.prompts import squai as P
 from citegraph.state.squai import RagContext, RagState
 from citegraph.tools.loops import clean_loops

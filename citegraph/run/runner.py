@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from citegraph.errors import InputError, ModelError, ModelReplyError
-from citegraph.eval.datasets import Item
-from citegraph.eval.provenance import endpoint_url, provenance
 from citegraph.graphs.registry import GraphEntry, entry
+from citegraph.run.datasets import Item
+from citegraph.run.provenance import endpoint_url, provenance
 from citegraph.state import AttributedAnswer
 from citegraph.tools import failures
 from citegraph.tools.checkpoints import open_checkpointer, redact
@@ -302,7 +302,7 @@ def run_dataset(
     completed node instead of its start; ``overwrite`` then also discards the items' threads.
 
     ``workers_db`` (``postgresql://...``): this process is one of several workers sharing the items
-    through that database (:mod:`citegraph.eval.workqueue`); each item is claimed by one live worker
+    through that database (:mod:`citegraph.run.workqueue`); each item is claimed by one live worker
     (``lease_s``: seconds a claim holds without a heartbeat), and every worker's output ends with all
     the items any worker finished.
 
@@ -310,7 +310,7 @@ def run_dataset(
     kept and what never ran."""
     method_entry = method if isinstance(method, GraphEntry) else entry(method)
     method = method_entry.name
-    from citegraph.eval import workqueue
+    from citegraph.run import workqueue
 
     if workers_db and overwrite:
         raise InputError("--overwrite cannot be used with --workers-db: the workers share the job, and one "

@@ -5,7 +5,7 @@ through a PostgreSQL table, each item claimed by exactly one live worker.
 
 started N times (any hosts that reach the database, each with the same input and settings). One row
 per item in ``citegraph_work``, keyed by ``<label>:<item id>:<content digest>``
-(:func:`citegraph.eval.runner.content_digest`: question, documents, settings), so workers with the
+(:func:`citegraph.run.runner.content_digest`: question, documents, settings), so workers with the
 same input and settings share rows, and a changed item is a new row.
 
 - **Claim**: ``SELECT ... FOR UPDATE SKIP LOCKED`` picks the first claimable row in input order and

@@ -10,7 +10,7 @@ item id (else by question) and reduces each answer to what a reader needs to ver
   scores (at most ``top`` of those at or above the verifier's threshold; when none is, the single
   best one, shown as weak);
 * whether the verifier supports the citation, by the evaluator's own ALCE semantics
-  (:func:`citegraph.nodes.metrics.alce_citation_job`, every citation checked): the sentence's cited
+  (:func:`citegraph.metrics.alce_citation_job`, every citation checked): the sentence's cited
   documents together must entail it, and a citation is not supported either when they do not or when
   the other citations entail the sentence without it (ALCE's "irrelevant"); the page also shows the
   document's score alone -- ``verifier=None`` skips all scoring;
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from citegraph.errors import InputError
-from citegraph.nodes.metrics import alce_citation_job, alce_doc, run_jobs
-from citegraph.eval.provenance import code_label
 from citegraph.eval.scoring import _documents, read_output_file, score_path, structured_answer
+from citegraph.metrics import alce_citation_job, alce_doc, run_jobs
+from citegraph.run.provenance import code_label
 from citegraph.state.answer import AttributedAnswer, Document
 from citegraph.tools.sentences import split_sentences
 
@@ -439,7 +439,7 @@ def build_page(paths: Sequence[str | Path], *, verifier: str | None = "default",
     read = [_read_file(i, Path(p)) for i, p in enumerate(paths)]  # every file is valid before any scoring
     v = None
     if verifier is not None:
-        from citegraph.nodes.metrics import resolve_verifier
+        from citegraph.metrics import resolve_verifier
 
         v = resolve_verifier(verifier)
     files = []
@@ -467,7 +467,7 @@ def render_page(page: Page, *, title: str | None = None) -> str:
 
     from citegraph import __version__
 
-    env = Environment(loader=PackageLoader("citegraph.eval", "templates"), autoescape=True,
+    env = Environment(loader=PackageLoader("citegraph.view", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["fmt"] = _fmt
     tpl = env.get_template("show.html.j2")
