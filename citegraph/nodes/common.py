@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from citegraph.state import AttributedAnswer, Document
 from citegraph.tools.citations import extract_citations
 from citegraph.tools.models import Reply, chat_reply, cited_sentences
@@ -51,3 +53,18 @@ def constrained_reply(spec: str, prompt: str, n_docs: int, *, max_sentences: int
     happened on the way, each note ready for the answer's warnings."""
     r = cited_sentences(spec, prompt, n_docs, max_sentences=max_sentences, **kwargs)
     return Reply(r.text, r.finish_reason), r.mode, [f"cite_format=constrained ({r.mode}): {n}" for n in r.notes]
+
+
+def composed(ctx: Any, prompt: str, n_docs: int, reminder: str) -> dict[str, Any]:
+    """The final composition call as the Context's ``cite_format`` says, as a state update: constrained
+    (:func:`constrained_reply`) or free with the citation retry (:func:`cited_reply`, ``reminder``)."""
+    if ctx.cite_format == "constrained":
+        reply, mode, notes = constrained_reply(ctx.llm, prompt, n_docs, max_sentences=ctx.cite_max_sentences,
+                                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+        return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": [],
+                "cite_mode": mode, "cite_notes": notes}
+    reply, retry = cited_reply(ctx.llm, prompt, n_docs, retries=ctx.citation_retries, reminder=reminder,
+                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": retry,
+            "cite_mode": "", "cite_notes": []}
+

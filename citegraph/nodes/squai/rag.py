@@ -5,7 +5,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from citegraph.corpus import open_corpus
-from citegraph.nodes.common import answer_from_text, cited_reply, constrained_reply
+from citegraph.nodes.common import answer_from_text, composed
 from citegraph.nodes.squai.retrieval import candidates_for
 from citegraph.prompts import squai as P
 from citegraph.state.squai import RagContext, RagState
@@ -27,15 +27,7 @@ def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:
     if not docs:
         return {"prompt": "", "generation": "", "truncated": False, "citation_retry": [], "cite_mode": "", "cite_notes": []}
     prompt = P.rag_prompt(state.question, docs, ctx.max_doc_words)
-    if ctx.cite_format == "constrained":
-        reply, mode, notes = constrained_reply(ctx.llm, prompt, len(docs), max_sentences=ctx.cite_max_sentences,
-                                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
-        return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": [],
-                "cite_mode": mode, "cite_notes": notes}
-    reply, retry = cited_reply(ctx.llm, prompt, len(docs), retries=ctx.citation_retries, reminder=P.CITE_REMINDER,
-                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
-    return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": retry,
-            "cite_mode": "", "cite_notes": []}
+    return composed(ctx, prompt, len(docs), P.CITE_REMINDER)
 
 
 def attribute(state: RagState, runtime: Runtime[RagContext]) -> dict:
