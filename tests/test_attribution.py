@@ -245,3 +245,34 @@ def test_a_document_that_supports_only_as_a_whole_shows_its_two_best_sentences(v
     assert s.citations == [1] and s.support == "supported"
     assert [e.text for e in s.evidence] == ["Alpha was founded in 1901.", "Ann started it."]
     assert all(e.score < 0.99 for e in s.evidence)  # neither sentence entails it alone
+
+
+def test_own_citations_first_and_only_the_closest_document_sentences():
+    """A sentence its own citation supports never has the other documents checked; a document's
+    sentences checked alone are the `sentences` sharing the most words with the answer sentence."""
+    def filler(d):
+        return " ".join(f"Line {w} of {d} mentions nothing useful." for w in ("one", "two", "three", "four", "five", "six"))
+
+    docs = [Document(id="a", title="", text=f"{filler('a')} Alpha was founded in 1901 by Ann."),
+            Document(id="b", title="", text=f"{filler('b')} Beta is a river in Chile."),
+            Document(id="c", title="", text=f"{filler('c')} Gamma won the 1990 prize.")]
+    asked: list[tuple[str, str]] = []
+
+    def score(pairs):
+        asked.extend(pairs)
+        return [overlap(p, h) if len(p) < 60 else 0.0 for p, h in pairs]  # whole documents: "too long" for it
+
+    v = FunctionVerifier(score, spec="stub:record", batched=True, threshold=0.99, cache=False)
+    ans = _answer(docs, ("Alpha was founded in 1901.", [1]), ("Gamma won the 1990 prize.", []))
+    out = attribute_answer(ans, v, mode="repair", sentences=2)
+    assert [s.citations for s in out.sentences] == [[1], [3]]
+    assert out.sentences[0].evidence[0].text == "Alpha was founded in 1901 by Ann."
+    first = [p for p, h in asked if h == "Alpha was founded in 1901."]
+    assert not any("Beta" in p or "Gamma" in p for p in first)  # supported by its own citation: nothing else asked
+    alone = [p for p in first if p != docs[0].text]
+    assert len(alone) == 2 and "Alpha was founded in 1901 by Ann." in alone  # 2 of document a's 7 sentences
+    second = {p for p, h in asked if h == "Gamma won the 1990 prize."}
+    assert len(second) == 3 * (1 + 2)  # every document, whole and its 2 closest sentences
+    asked.clear()
+    attribute_answer(ans, v, mode="repair", sentences=0)
+    assert len({p for p, h in asked if h == "Alpha was founded in 1901."}) == 1 + 7  # 0: every sentence
