@@ -20,14 +20,15 @@ from langchain_core.callbacks import BaseCallbackHandler
 _current: contextvars.ContextVar["UsageTracker | None"] = contextvars.ContextVar("citegraph_usage", default=None)
 
 
-def record_verifier(pairs: int, cache_hits: int = 0) -> None:
-    """Called by verifiers: count scored pairs against the active tracker (if any)."""
+def record_verifier(pairs: int, cache_hits: int = 0, seconds: float = 0.0) -> None:
+    """Called by verifiers: count scored pairs (and the seconds the model spent on them) against the
+    active tracker (if any)."""
     t = _current.get()
     if t is not None:
-        t.add_verifier(pairs, cache_hits)
+        t.add_verifier(pairs, cache_hits, seconds)
 
 
-def record_llm_call(prompt_tokens: int, completion_tokens: int = 0) -> None:
+def record_llm_call(prompt_tokens: int, completion_tokens: int = 0, cached_tokens: int = 0) -> None:
     """Count an LLM call made outside LangChain's callbacks (the Yes/No log-odds judge evaluates
     the prompt on llama.cpp directly) against the active tracker, under the current graph node."""
     t = _current.get()
@@ -44,11 +45,13 @@ def record_llm_call(prompt_tokens: int, completion_tokens: int = 0) -> None:
         d["calls"] += 1
         d["prompt_tokens"] += prompt_tokens
         d["completion_tokens"] += completion_tokens
+        d["cached_tokens"] += cached_tokens
 
 
 class UsageTracker(BaseCallbackHandler):
-    """Per-node counters: ``calls``, ``prompt_tokens``, ``completion_tokens``, ``seconds``,
-    plus ``verifier_pairs`` / ``verifier_cache_hits`` for the item as a whole."""
+    """Per-node counters: ``calls``, ``prompt_tokens``, ``completion_tokens``, ``cached_tokens`` (prompt
+    tokens the model took from its KV cache instead of reading them, where it says), ``seconds``,
+    plus ``verifier_pairs`` / ``verifier_cache_hits`` / ``verifier_seconds`` for the item as a whole."""
 
     raise_error = False
     run_inline = True
@@ -58,6 +61,7 @@ class UsageTracker(BaseCallbackHandler):
         self.nodes: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self.verifier_pairs = 0
         self.verifier_cache_hits = 0
+        self.verifier_seconds = 0.0
         self._llm_node: dict[UUID, str] = {}
         self._node_start: dict[UUID, tuple[str, float]] = {}
 
@@ -70,10 +74,11 @@ class UsageTracker(BaseCallbackHandler):
         finally:
             _current.reset(token)
 
-    def add_verifier(self, pairs: int, cache_hits: int) -> None:
+    def add_verifier(self, pairs: int, cache_hits: int, seconds: float = 0.0) -> None:
         with self._lock:
             self.verifier_pairs += pairs
             self.verifier_cache_hits += cache_hits
+            self.verifier_seconds += seconds
 
     # -- LLM calls
     def on_chat_model_start(self, serialized, messages, *, run_id: UUID, metadata: dict | None = None, **kw: Any) -> None:
@@ -84,12 +89,14 @@ class UsageTracker(BaseCallbackHandler):
 
     def on_llm_end(self, response, *, run_id: UUID, **kw: Any) -> None:
         node = self._llm_node.pop(run_id, "<outside graph>")
-        pt = ct = 0
+        pt = ct = cached = 0
         for gens in response.generations:
             for g in gens:
-                um = getattr(getattr(g, "message", None), "usage_metadata", None) or {}
+                msg = getattr(g, "message", None)
+                um = getattr(msg, "usage_metadata", None) or {}
                 pt += um.get("input_tokens", 0)
                 ct += um.get("output_tokens", 0)
+                cached += int((getattr(msg, "response_metadata", None) or {}).get("cache_n") or 0)
         if not (pt or ct) and response.llm_output:
             tu = response.llm_output.get("token_usage") or {}
             pt, ct = tu.get("prompt_tokens", 0), tu.get("completion_tokens", 0)
@@ -98,6 +105,7 @@ class UsageTracker(BaseCallbackHandler):
             d["calls"] += 1
             d["prompt_tokens"] += pt
             d["completion_tokens"] += ct
+            d["cached_tokens"] += cached
 
     # -- node wall time
     def on_chain_start(self, serialized, inputs, *, run_id: UUID, metadata: dict | None = None, name: str | None = None, **kw: Any) -> None:
@@ -126,8 +134,10 @@ class UsageTracker(BaseCallbackHandler):
                 "llm_calls": int(sum(d.get("calls", 0) for d in self.nodes.values())),
                 "prompt_tokens": int(sum(d.get("prompt_tokens", 0) for d in self.nodes.values())),
                 "completion_tokens": int(sum(d.get("completion_tokens", 0) for d in self.nodes.values())),
+                "cached_tokens": int(sum(d.get("cached_tokens", 0) for d in self.nodes.values())),
                 "verifier_pairs": self.verifier_pairs,
                 "verifier_cache_hits": self.verifier_cache_hits,
+                "verifier_seconds": round(self.verifier_seconds, 3),
             }
         out["tokens"] = out["prompt_tokens"] + out["completion_tokens"]
         return out

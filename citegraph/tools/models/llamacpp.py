@@ -97,6 +97,7 @@ class LlamaCppChat(LocalChatModel):
     ``grammar`` (a GBNF grammar as text, e.g. :func:`citation_grammar`; parsed once per process).
     """
 
+    json_schema_support = True
     model_path: str
     n_ctx: int = 8192
     n_threads: int | None = None
@@ -146,6 +147,7 @@ class LlamaCppChat(LocalChatModel):
         params = self._params(stop, kwargs)
         msgs = [_to_openai(m) for m in messages]
         with _llama_locks[id(llm)]:
+            cached = self._cached_prefix(llm, msgs)
             try:
                 out = llm.create_chat_completion(messages=msgs, **params)
             except ValueError as e:  # prompt longer than the context window
@@ -159,9 +161,22 @@ class LlamaCppChat(LocalChatModel):
                 "output_tokens": usage.get("completion_tokens", 0),
                 "total_tokens": usage.get("total_tokens", 0),
             },
-            response_metadata={"finish_reason": choice.get("finish_reason"), "model_name": os.path.basename(self.model_path)},
+            response_metadata={"finish_reason": choice.get("finish_reason"), "model_name": os.path.basename(self.model_path),
+                               "cache_n": cached},
         )
         return ChatResult(generations=[ChatGeneration(message=msg)], llm_output={"token_usage": usage})
+
+    @staticmethod
+    def _cached_prefix(llm, msgs: list[dict]) -> int:
+        """Prompt tokens llama.cpp will take from its KV cache for this prompt: the longest common
+        prefix with what it evaluated last (llama-cpp-python's ``generate`` re-uses it, at least one
+        token is evaluated). Called under the model's lock, just before the call."""
+        try:
+            prompt = _chat_formatter(llm)(messages=msgs).prompt
+        except ModelError:
+            return 0
+        tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+        return min(int(llm.longest_token_prefix(llm._input_ids.tolist(), tokens)), max(len(tokens) - 1, 0))
 
     def _stream(
         self,
@@ -204,7 +219,7 @@ class LlamaCppChat(LocalChatModel):
     # -- Yes/No judge: eval the prompt, read the last token's logits (no logits_all needed)
     def _next_token_logits(self, messages: list[BaseMessage]):
         """The next-token logits after the chat-templated prompt (with its generation prompt), the
-        Yes/No token ids, and the prompt's length in tokens."""
+        Yes/No token ids, the prompt's length in tokens and how many of them came from the KV cache."""
         import numpy as np
 
         llm = self.llama
@@ -219,25 +234,25 @@ class LlamaCppChat(LocalChatModel):
             llm.n_tokens = keep
             llm.eval(tokens[keep:])
             logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
-        return logits, _yes_no_ids(llm), len(tokens)
+        return logits, _yes_no_ids(llm), len(tokens), keep
 
     def yes_probability(self, messages: list[BaseMessage]) -> float:
         return self.yes_probability_counted(messages)[0]
 
-    def yes_probability_counted(self, messages: list[BaseMessage]) -> tuple[float, int]:
-        """(P(Yes), prompt tokens)."""
-        logits, (yes, no), n = self._next_token_logits(messages)
-        return _two_way(logits, yes, no), n
+    def yes_probability_counted(self, messages: list[BaseMessage]) -> tuple[float, int, int]:
+        """(P(Yes), prompt tokens, prompt tokens taken from the KV cache)."""
+        logits, (yes, no), n, keep = self._next_token_logits(messages)
+        return _two_way(logits, yes, no), n, keep
 
     def yes_no_log_odds(self, messages: list[BaseMessage]) -> float:
         """log p(Yes) − log p(No) of the next token after the chat-templated prompt (same template
         and generation prompt as :meth:`yes_probability`; each side sums its case/space variants)."""
         return self.yes_no_log_odds_counted(messages)[0]
 
-    def yes_no_log_odds_counted(self, messages: list[BaseMessage]) -> tuple[float, int]:
-        """(log-odds, prompt tokens)."""
-        logits, (yes, no), n = self._next_token_logits(messages)
-        return _log_odds(logits, yes, no), n
+    def yes_no_log_odds_counted(self, messages: list[BaseMessage]) -> tuple[float, int, int]:
+        """(log-odds, prompt tokens, prompt tokens taken from the KV cache)."""
+        logits, (yes, no), n, keep = self._next_token_logits(messages)
+        return _log_odds(logits, yes, no), n, keep
 
 
 def _log_odds(logits, yes: list[int], no: list[int]) -> float:

@@ -77,10 +77,12 @@ class Verifier:
             # nothing entails a claim from an empty premise (e.g. a claim with no evidence)
             fresh: dict[Pair, float] = {pair: 0.0 for pair in todo if not pair[0].strip()}
             model_todo = [pair for pair in todo if pair not in fresh]
+            spent = 0.0
             if model_todo:
                 t0 = time.perf_counter()
                 scores = self._score_uncached(model_todo)
-                self.stats.seconds += time.perf_counter() - t0
+                spent = time.perf_counter() - t0
+                self.stats.seconds += spent
                 if not self._reports_batches:  # backends that batch internally report each batch themselves
                     emit("verifier_batch", verifier=self.spec, done=len(model_todo), total=len(model_todo))
                 if len(scores) != len(model_todo):
@@ -89,7 +91,7 @@ class Verifier:
             self.stats.pairs_scored += len(todo)
             if self._use_cache:
                 self._cache.update(fresh)
-            record_verifier(len(todo), len(pairs) - len(todo))
+            record_verifier(len(todo), len(pairs) - len(todo), spent)
             return [fresh[p] if p in fresh else self._cache[p] for p in pairs]
 
     def entails(self, premise: str, hypothesis: str, threshold: float | None = None) -> bool:
