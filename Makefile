@@ -14,7 +14,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
   -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: demo test studio install install-dev clean-venv
+.PHONY: demo test studio install install-dev server clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,12 +26,18 @@ $(VENV)/.installed-local: $(BIN)/python pyproject.toml
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e ".[local]"
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed-local
+$(VENV)/.installed-dev: $(VENV)/.installed-local $(BIN)/llama-server
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
+## llama.cpp's server, built from the source llama-cpp-python vendors (cached per machine): the
+## `server:local` model spec, several sequences decoded per step (docs/operations.md#llama-server).
+$(BIN)/llama-server: $(VENV)/.installed-local scripts/build_llama_server.sh
+	PYTHON=$(BIN)/python bash scripts/build_llama_server.sh $@
+
 install: $(VENV)/.installed-local
 install-dev: $(VENV)/.installed-dev
+server: $(BIN)/llama-server
 
 ## The main job: install with the embedded model and answer the bundled example, every sentence
 ## checked by the attribution stage (cited with its evidence sentence, or flagged), saved for `show`.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -18,6 +18,9 @@ class LocalChatModel(BaseChatModel):
     for a network fault), and it answers Yes/No judgements itself (``yes_probability``,
     ``yes_no_log_odds``; with ``<method>_counted`` returning the prompt tokens too)."""
 
+    #: True where a ``json_schema`` call kwarg constrains the reply to the schema (llama.cpp)
+    json_schema_support: ClassVar[bool] = False
+
     @property
     def endpoint(self) -> str:
         """What a failure message names."""
@@ -31,8 +34,32 @@ def as_messages(prompt: Messages, system: str | None = None) -> list[BaseMessage
     return msgs
 
 
-
 def _lse(xs: list[float]) -> float:
     """log Σ exp(x), computed without overflow."""
     m = max(xs)
     return m + math.log(sum(math.exp(x - m) for x in xs))
+
+
+def yes_share(pairs: list[tuple[str, float]]) -> float:
+    """P(Yes) / (P(Yes) + P(No)) over listed ``(token stripped and lower-cased, logprob)`` pairs (a
+    server's top log-probabilities of the first token); 0.5 when neither is listed."""
+    y = sum(math.exp(lp) for t, lp in pairs if t == "yes")
+    n = sum(math.exp(lp) for t, lp in pairs if t == "no")
+    return y / (y + n) if y + n else 0.5
+
+
+def yes_no_log_odds_from_top(pairs: list[tuple[str, float]]) -> float | None:
+    """log p(Yes) − log p(No) over the listed tokens, a side not listed bounded by the lowest listed
+    log-probability; None when nothing is listed."""
+    if not pairs:
+        return None
+    floor = min(lp for _, lp in pairs)
+    y = [lp for t, lp in pairs if t == "yes"]
+    n = [lp for t, lp in pairs if t == "no"]
+    return (_lse(y) if y else floor) - (_lse(n) if n else floor)
+
+
+def yes_no_from_top(pairs: list[tuple[str, float]]) -> tuple[float, float]:
+    """(P(Yes) share, log-odds) from a first token's top log-probabilities (log-odds 0 when none)."""
+    lo = yes_no_log_odds_from_top(pairs)
+    return yes_share(pairs), 0.0 if lo is None else lo

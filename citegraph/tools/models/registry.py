@@ -15,6 +15,7 @@ from citegraph.errors import ModelError
 from citegraph.tools import failures
 from citegraph.tools.models import llamacpp
 from citegraph.tools.models.llamacpp import LlamaCppChat
+from citegraph.tools.models.server import DEFAULT_SLOTS, LlamaServerChat
 
 _registry: dict[str, BaseChatModel] = {}
 _registry_lock = threading.Lock()
@@ -37,7 +38,8 @@ def get_chat_model(spec: str = "local") -> BaseChatModel:
         return _registry.setdefault(spec, model)
 
 
-CHAT_SPECS = "local, local-small, llamacpp:<path>, openai:<model>, or a name given to register_chat_model"
+CHAT_SPECS = ("local, local-small, llamacpp:<path>, server:<local|local-small|path> (llama-server, N slots), "
+              "openai:<model>, or a name given to register_chat_model")
 
 
 def check_chat_spec(spec: str, where: str = "llm") -> str:
@@ -63,6 +65,14 @@ def check_chat_spec(spec: str, where: str = "llm") -> str:
         if not arg:
             raise InputError(f"{where}: openai spec needs a model name: openai:gpt-4o-mini")
         return spec
+    if kind == "server":
+        if arg in ("local", "local-small"):
+            return spec
+        if not arg:
+            raise InputError(f"{where}: server spec needs a model: server:local, server:local-small or server:/path.gguf")
+        if not os.path.exists(os.path.expanduser(arg)):
+            raise InputError(f"{where}: GGUF model file not found: {arg}")
+        return spec
     if kind == "fake":
         raise InputError(f"{where}: no scripted model registered as {spec!r} (use register_chat_model)")
     raise InputError(f"{where}: unknown model spec {spec!r}; use {CHAT_SPECS}")
@@ -78,6 +88,8 @@ def _build(spec: str) -> BaseChatModel:
         if not arg:
             raise ModelError("llamacpp spec needs a path: llamacpp:/path/model.gguf")
         return LlamaCppChat(model_path=os.path.expanduser(arg))
+    if kind == "server":
+        return _server_model(arg)
     if kind == "openai":
         if not arg:
             raise ModelError("openai spec needs a model name: openai:gpt-4o-mini")
@@ -93,7 +105,42 @@ def _build(spec: str) -> BaseChatModel:
         )
     if kind == "fake":
         raise ModelError(f"no scripted model registered as {spec!r} (use register_chat_model)")
-    raise ModelError(f"unknown model spec {spec!r}; use local, local-small, llamacpp:<path>, openai:<model>")
+    raise ModelError(f"unknown model spec {spec!r}; use {CHAT_SPECS}")
+
+
+def _gguf_path(name: str) -> str:
+    """A GGUF path from ``local``/``local-small`` (the embedded models) or a file path."""
+    if name in ("local", "local-small"):
+        from citegraph.tools.local_model import embedded_model_path
+
+        return str(embedded_model_path(name))
+    if not name:
+        raise ModelError("server spec needs a model: server:local, server:local-small or server:/path.gguf")
+    return os.path.expanduser(name)
+
+
+def server_slots() -> int:
+    """``$CITEGRAPH_SERVER_SLOTS`` (sequences a ``server:`` model decodes at once), else
+    :data:`~citegraph.tools.models.server.DEFAULT_SLOTS`."""
+    raw = os.environ.get("CITEGRAPH_SERVER_SLOTS", "").strip()
+    if not raw:
+        return DEFAULT_SLOTS
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ModelError(f"CITEGRAPH_SERVER_SLOTS must be a whole number, not {raw!r}") from None
+    if not 1 <= n <= 64:
+        raise ModelError(f"CITEGRAPH_SERVER_SLOTS must be between 1 and 64, not {n}")
+    return n
+
+
+def _server_model(arg: str) -> LlamaServerChat:
+    """``server:<model>``: the GGUF behind a managed llama-server with ``server_slots()`` slots and,
+    with ``$CITEGRAPH_SERVER_DRAFT``, speculative decoding: ``local-small`` or a GGUF path (a draft
+    model), or ``ngram`` (drafts copied from where the reply's last tokens occur in the prompt)."""
+    draft = os.environ.get("CITEGRAPH_SERVER_DRAFT", "").strip()
+    return LlamaServerChat(model_path=_gguf_path(arg), slots=server_slots(),
+                           draft_path=(draft if draft == "ngram" else _gguf_path(draft)) if draft else None)
 
 
 #: the context window assumed for a model that does not declare one (OpenAI's current chat models: 128k)
@@ -105,7 +152,7 @@ def context_window(spec: str) -> int:
     ``context_window`` attribute, else :data:`DEFAULT_CONTEXT_WINDOW` (a Context's ``context_window``
     knob overrides this for a server with a smaller one)."""
     model = get_chat_model(spec)
-    if isinstance(model, LlamaCppChat):
+    if isinstance(model, (LlamaCppChat, LlamaServerChat)):
         return int(model.n_ctx)
     return int(getattr(model, "context_window", None) or DEFAULT_CONTEXT_WINDOW)
 
@@ -117,6 +164,8 @@ def token_counter(spec: str) -> Callable[[str], int] | None:
     if isinstance(model, LlamaCppChat):
         llama = model.llama
         return lambda text: len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+    if isinstance(model, LlamaServerChat):
+        return model.count_tokens
     return None
 
 
@@ -130,6 +179,9 @@ def reset_local_models() -> None:
     depended on which item ran before it; the benchmark runner calls this before every item. The
     sampling seeds (one per sampled call, counted per model) restart too, so a sampled method
     (RERANK, GenerationPrograms' refinement) draws the same samples for an item wherever it runs.
+    A ``server:`` model restarts its sampling seeds only: its slots and host-memory prompt cache are
+    what make it fast, so its replies may depend on the prompts it read before (as with several
+    items in flight on the in-process model).
     """
     with llamacpp._lock:
         loaded = list(llamacpp._llamas.values())
@@ -140,4 +192,8 @@ def reset_local_models() -> None:
             llm.reset()
     for chat in chats:
         chat._calls = itertools.count()
+    with _registry_lock:
+        served = [m for m in _registry.values() if isinstance(m, LlamaServerChat)]
+    for chat in served:  # its KV cache stays: see LlamaServerChat
+        chat._seed = 0
 

@@ -14,7 +14,6 @@ from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_a
 from citegraph.prompts.structured import retry_prompt
 from citegraph.tools.models.base import Messages, as_messages
 from citegraph.tools.models.calls import TRUNCATED, chat_reply
-from citegraph.tools.models.llamacpp import LlamaCppChat
 from citegraph.tools.models.registry import get_chat_model
 
 T = TypeVar("T", bound=BaseModel)
@@ -99,7 +98,7 @@ def structured(
     """Ask for JSON matching ``schema``; validate, repair, retry (tenacity), then fall back.
 
     Returns ``(value, problems)``: ``problems`` lists what went wrong on the way (empty on a clean
-    first answer). On llama.cpp models the output is grammar-constrained to the schema. When every
+    first answer). On llama.cpp models (in process or served) the output is grammar-constrained to the schema. When every
     attempt fails and ``fallback`` is given, the fallback is returned (never an exception);
     otherwise :class:`StructuredOutputError` is raised. ``coerce`` reshapes parsed JSON before
     validation; ``coerce_text`` salvages a reply that holds no JSON at all (it returns data to
@@ -108,7 +107,7 @@ def structured(
     model = get_chat_model(spec)
     msgs = as_messages(prompt, system)
     problems: list[str] = []
-    if isinstance(model, LlamaCppChat):
+    if getattr(model, "json_schema_support", False):
         kwargs.setdefault("json_schema", schema.model_json_schema())
 
     last: dict[str, bool] = {}
