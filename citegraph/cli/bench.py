@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import (add_checkpoint_arg, add_failure_args, add_preset_arg, add_workers_args, open_checkpoint_arg,
+from citegraph.cli.common import (add_checkpoint_arg, add_failure_args, add_preset_arg, add_workers_args, concurrency_note, open_checkpoint_arg,
                                   parse_set, workers_args)
 from citegraph.errors import InputError
 
@@ -20,6 +20,9 @@ def cmd_bench(args) -> int:
     open_checkpoint_arg(args)  # a bad --checkpoint stops here, before any item runs
     workers = workers_args(args)
     console = Console(stderr=True)
+    note = concurrency_note(args.llm, args.concurrency)
+    if note:
+        console.print(note, markup=False, soft_wrap=True)
 
     def progress(method: str, done: int, total: int) -> None:
         console.print(f"[bold]{escape(method)}[/bold] {done}/{total}", highlight=False)

@@ -98,6 +98,24 @@ def workers_args(args) -> dict[str, Any]:
     return {"workers_db": spec, "lease_s": lease}
 
 
+def concurrency_note(llm: str | None, concurrency: int) -> str | None:
+    """With several items in flight: a ``server:`` model gets that many slots (unless
+    ``$CITEGRAPH_SERVER_SLOTS`` says otherwise); for an in-process llama.cpp model, which evaluates one
+    call at a time, the line to print that says how to decode them together instead."""
+    import os
+
+    if concurrency <= 1:
+        return None
+    spec = (llm or os.environ.get("CITEGRAPH_LLM") or "local").strip()
+    if spec.startswith("server:"):
+        os.environ.setdefault("CITEGRAPH_SERVER_SLOTS", str(min(concurrency, 64)))
+        return None
+    if spec in ("local", "local-small") or spec.startswith(("llamacpp:", "gguf:")):
+        return (f"note: {spec} runs one call at a time in this process; --llm server:{spec.partition(':')[2] or spec} "
+                f"decodes {concurrency} items' calls together (llama-server, built by make)")
+    return None
+
+
 def run_summary_line(output: str, stats: dict[str, Any]) -> str:
     """What a finished ``run`` says: where it wrote, and how many items were new, reused, failed."""
     import os

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import (add_checkpoint_arg, add_model_args, add_workers_args, context_from_args,
+from citegraph.cli.common import (add_checkpoint_arg, add_model_args, add_workers_args, concurrency_note, context_from_args,
                                   open_checkpoint_arg, preset_args, run_summary_line, workers_args)
 from citegraph.errors import InputError
 
@@ -36,6 +36,9 @@ def cmd_run(args) -> int:
         resolve_verifier(args.verifier)
     console = Console(stderr=True)
     errors: list[str] = []
+    note = concurrency_note(getattr(ctx, "llm", None), args.concurrency)
+    if note:
+        console.print(note, markup=False, soft_wrap=True)
 
     workers = workers_args(args)  # bad worker flags: one line, before anything starts
     # the bar appears with the first progress report, after the output, the store and the workers'
