@@ -2,7 +2,7 @@
 build time / size / latency at >= 100k chunks, locally and through a Chroma server on loopback.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_retrieval.py --part odsum
-    OMP_NUM_THREADS=1 python benchmarks/bench_retrieval.py --part squai
+    OMP_NUM_THREADS=1 python benchmarks/bench_retrieval.py --part squai [--embedder minilm-int8]
     OMP_NUM_THREADS=1 python benchmarks/bench_retrieval.py --part scale          # builds runs/bench_retrieval/scale_idx once
     OMP_NUM_THREADS=1 python benchmarks/bench_retrieval.py --part scale-server   # needs the scale index; starts `chroma run`
 
@@ -196,14 +196,20 @@ def part_squai(args) -> None:
         docs.append({"id": f"q{i}", "title": "", "text": "\n\n".join(chunks)})
         queries[f"q{i}"] = g["input"]
         qrels[f"q{i}"] = {f"q{i}": 1}
-    idx = OUT / "squai_idx"
-    rep = build_index(docs, idx, chunk_tokens=256, on_progress=_progress("squai"))
-    print(f"SQuAI: {len(docs)} documents (each question's context chunks), {len(queries)} questions; index: {rep.summary()}")
+    emb = args.embedder
+    idx = OUT / ("squai_idx" if emb == "minilm" else f"squai_idx_{emb}")
+    t0 = time.perf_counter()
+    rep = build_index(docs, idx, chunk_tokens=256, embedder=emb, on_progress=_progress("squai"))
+    wall = time.perf_counter() - t0
+    print(f"SQuAI: {len(docs)} documents (each question's context chunks), {len(queries)} questions; embedder {emb}; "
+          f"index: {rep.summary()}" + (f"; built in {wall:.1f} s = {rep.chunks_added / wall:.1f} chunks/s "
+                                       f"(the embedder's load included)" if rep.chunks_added else ""))
     c = Corpus.open(idx)
     configs = [("bm25", "bm25", 0.0), ("dense", "dense", 1.0), ("hybrid a=0", "hybrid", 0.0),
                ("hybrid a=0.35", "hybrid", 0.35), ("hybrid a=0.65", "hybrid", 0.65), ("hybrid a=1", "hybrid", 1.0),
                ("rrf", "rrf", 0.5)]
-    store = sweep(c, queries, configs, depth=100, k=10, cache=OUT / "squai_candidates.json")
+    store = sweep(c, queries, configs, depth=100, k=10,
+                  cache=OUT / ("squai_candidates.json" if emb == "minilm" else f"squai_candidates_{emb}.json"))
     rows = []
     for label, _, _ in configs:
         r = _evaluate(qrels, store[label], ["recall@5", "mrr@10"])
@@ -380,6 +386,7 @@ def part_scale_server(args) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", choices=["odsum", "squai", "scale", "scale-server", "all"], default="all")
+    ap.add_argument("--embedder", default="minilm", help="squai: the index's embedder (minilm, minilm-int8)")
     ap.add_argument("--scale-docs", type=int, default=102_000, help="documents in the scale corpus")
     ap.add_argument("--measure-only", action="store_true", help="scale: measure the index as it is, do not build")
     ap.add_argument("--build-seconds", type=float, default=None, help="scale --measure-only: the build's wall time, from its log")

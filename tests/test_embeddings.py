@@ -30,3 +30,21 @@ def test_chromadb_uses_our_embedder(tmp_path):
     col.add(ids=["a", "b"], documents=["The Eiffel Tower is in Paris.", "Photosynthesis happens in leaves."])
     res = col.query(query_texts=["Where is the Eiffel Tower?"], n_results=1)
     assert res["ids"][0] == ["a"]
+
+
+def test_int8_embedder_quantizes_and_keeps_the_geometry():
+    import torch
+
+    from citegraph.errors import ModelError
+    from citegraph.tools.embeddings import get_embedder
+
+    texts = ["The cat sat on the mat.", "A kitten rested on the rug.", "Stock markets fell sharply."]
+    q = get_embedder("minilm-int8")
+    assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in q.modules())
+    assert not any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in get_embedder("minilm").modules())
+    a, b = embed(texts), embed(texts, "minilm-int8")
+    assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-4)
+    assert (a * b).sum(1).min() > 0.95  # the same direction, near enough
+    assert b[0] @ b[1] > b[0] @ b[2] + 0.2
+    with pytest.raises(ModelError, match="unknown embedding spec"):
+        get_embedder("nope-int8")
