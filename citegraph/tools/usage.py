@@ -40,12 +40,7 @@ def record_llm_call(prompt_tokens: int, completion_tokens: int = 0, cached_token
         node = (get_config().get("metadata") or {}).get("langgraph_node", "<outside graph>")
     except RuntimeError:  # not inside a runnable
         node = "<outside graph>"
-    with t._lock:
-        d = t.nodes[node]
-        d["calls"] += 1
-        d["prompt_tokens"] += prompt_tokens
-        d["completion_tokens"] += completion_tokens
-        d["cached_tokens"] += cached_tokens
+    t.add_call(node, prompt_tokens, completion_tokens, cached_tokens)
 
 
 class UsageTracker(BaseCallbackHandler):
@@ -100,12 +95,16 @@ class UsageTracker(BaseCallbackHandler):
         if not (pt or ct) and response.llm_output:
             tu = response.llm_output.get("token_usage") or {}
             pt, ct = tu.get("prompt_tokens", 0), tu.get("completion_tokens", 0)
+        self.add_call(node, pt, ct, cached)
+
+    def add_call(self, node: str, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> None:
+        """One LLM call of ``node`` with its token counts."""
         with self._lock:
             d = self.nodes[node]
             d["calls"] += 1
-            d["prompt_tokens"] += pt
-            d["completion_tokens"] += ct
-            d["cached_tokens"] += cached
+            d["prompt_tokens"] += prompt_tokens
+            d["completion_tokens"] += completion_tokens
+            d["cached_tokens"] += cached_tokens
 
     # -- node wall time
     def on_chain_start(self, serialized, inputs, *, run_id: UUID, metadata: dict | None = None, name: str | None = None, **kw: Any) -> None:

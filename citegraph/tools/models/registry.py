@@ -65,13 +65,10 @@ def check_chat_spec(spec: str, where: str = "llm") -> str:
         if not arg:
             raise InputError(f"{where}: openai spec needs a model name: openai:gpt-4o-mini")
         return spec
-    if kind == "server":
-        if arg in ("local", "local-small"):
-            return spec
+    if kind == "server":  # the model it serves, checked as an in-process one
         if not arg:
             raise InputError(f"{where}: server spec needs a model: server:local, server:local-small or server:/path.gguf")
-        if not os.path.exists(os.path.expanduser(arg)):
-            raise InputError(f"{where}: GGUF model file not found: {arg}")
+        check_chat_spec(arg if arg in ("local", "local-small") else f"llamacpp:{arg}", where)
         return spec
     if kind == "fake":
         raise InputError(f"{where}: no scripted model registered as {spec!r} (use register_chat_model)")
