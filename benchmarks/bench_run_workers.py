@@ -35,7 +35,6 @@ import json
 import os
 import random
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -113,22 +112,10 @@ def one_run(pg, name: str, data: Path, n_items: int, workers: int, delay: float,
                 if not replies.held[hold].wait(600):
                     raise RuntimeError(f"request {hold} never came")
                 item = f"item{replies.held_q[hold].split()[-1]}"
-                with psycopg.connect(url) as conn:
-                    worker = conn.execute("SELECT worker FROM citegraph_work WHERE item_id = %s AND state = 'claimed'",
-                                          (item,)).fetchone()[0]
-                w, p = procs[int(worker.split(":")[1])]
-                p.send_signal(signal.SIGKILL)
-                p.wait()
-                t_kill = time.perf_counter()
+                w, _, t_kill = pg_server.kill_claim_holder(url, procs, item)
                 killed[w] = item
                 replies.release[hold].set()
-                while True:
-                    with psycopg.connect(url) as conn:
-                        claims = conn.execute("SELECT claims FROM citegraph_work WHERE item_id = %s", (item,)).fetchone()[0]
-                    if claims >= 2:
-                        takeover.append(time.perf_counter() - t_kill)
-                        break
-                    time.sleep(0.02)
+                takeover.append(pg_server.wait_for_takeover(url, item, t_kill, limit=600)[0])
             errs = {}
             for w, p in procs.values():
                 if w not in killed:
@@ -136,12 +123,7 @@ def one_run(pg, name: str, data: Path, n_items: int, workers: int, delay: float,
                     if p.returncode != 0:
                         raise RuntimeError(f"worker {w} exited {p.returncode}: {errs[w][-800:]}")
         finally:
-            for ev in replies.release.values():
-                ev.set()
-            for _, p in procs.values():
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
+            pg_server.stop_workers(procs, replies.release.values())
         t_end = time.perf_counter()
         wall = t_end - t0
     ids = [f"item{i}" for i in range(n_items)]

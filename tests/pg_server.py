@@ -96,3 +96,66 @@ class PostgresServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def postgres_fixture():
+    """The body of a module-scoped pytest fixture: a throwaway server, stopped afterwards; the test
+    skips with the reason where none can start (``yield from postgres_fixture()``)."""
+    import pytest
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    try:
+        pg = PostgresServer().start()
+    except RuntimeError as e:  # e.g. no user to run initdb as
+        pytest.skip(f"PostgreSQL could not start here: {e}")
+    try:
+        yield pg
+    finally:
+        pg.stop()
+
+
+def kill_claim_holder(url: str, procs: dict, item: str):
+    """SIGKILL the ``citegraph run --workers-db`` process whose claim holds ``item`` (``procs``: pid ->
+    (worker index, Popen)). Returns (worker index, the worker's name in the table, time of the kill)."""
+    import signal
+    import time
+
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        worker = conn.execute("SELECT worker FROM citegraph_work WHERE item_id = %s AND state = 'claimed'",
+                              (item,)).fetchone()[0]
+    w, p = procs[int(worker.split(":")[1])]
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    return w, worker, time.perf_counter()
+
+
+def wait_for_takeover(url: str, item: str, t_kill: float, limit: float = 20.0, poll: float = 0.02):
+    """Seconds from ``t_kill`` until another claim of ``item`` (its ``claims`` count reaches 2), and the
+    new owner; AssertionError after ``limit`` seconds."""
+    import time
+
+    import psycopg
+
+    while True:
+        with psycopg.connect(url) as conn:
+            claims, owner = conn.execute("SELECT claims, worker FROM citegraph_work WHERE item_id = %s",
+                                         (item,)).fetchone()
+        if claims >= 2:
+            return time.perf_counter() - t_kill, owner
+        assert time.perf_counter() - t_kill < limit, "a killed worker's item was not taken over"
+        time.sleep(poll)
+
+
+def stop_workers(procs: dict, releases) -> None:
+    """Let every held request go and kill the worker processes still running (``procs``: pid ->
+    (worker index, Popen); ``releases``: the events the fake server's held requests wait on)."""
+    for ev in releases:
+        ev.set()
+    for _, p in procs.values():
+        if p.poll() is None:
+            p.kill()
+            p.wait()

@@ -300,17 +300,7 @@ def test_run_killed_mid_item_without_a_checkpoint_restarts_the_item(tmp_path):
 
 @pytest.fixture(scope="module")
 def postgres():
-    reason = pg_server.unavailable()
-    if reason:
-        pytest.skip(reason)
-    try:
-        pg = pg_server.PostgresServer().start()
-    except RuntimeError as e:  # e.g. no user to run initdb as
-        pytest.skip(f"PostgreSQL could not start here: {e}")
-    try:
-        yield pg
-    finally:
-        pg.stop()
+    yield from pg_server.postgres_fixture()
 
 
 def test_postgres_run_killed_mid_item_resumes_without_loss_or_duplicates(tmp_path, postgres):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -34,17 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def postgres():
-    reason = pg_server.unavailable()
-    if reason:
-        pytest.skip(reason)
-    try:
-        pg = pg_server.PostgresServer().start()
-    except RuntimeError as e:
-        pytest.skip(f"PostgreSQL could not start here: {e}")
-    try:
-        yield pg
-    finally:
-        pg.stop()
+    yield from pg_server.postgres_fixture()
 
 
 def question_of(body: dict) -> str:
@@ -107,24 +96,12 @@ def test_four_workers_with_kills_do_every_item_exactly_once(tmp_path, postgres):
             for hold in (3, 9):
                 assert replies.held[hold].wait(180), "the workers never reached the request to kill in"
                 item = f"item{replies.held_q[hold].split()[-1]}"
-                with psycopg.connect(url) as conn:
-                    worker = conn.execute("SELECT worker FROM citegraph_work WHERE item_id = %s AND state = 'claimed'",
-                                          (item,)).fetchone()[0]
-                w, p = procs[int(worker.split(":")[1])]
-                p.send_signal(signal.SIGKILL)
-                p.wait()
-                t_kill = time.perf_counter()
+                w, worker, t_kill = pg_server.kill_claim_holder(url, procs, item)
                 killed[w] = item
                 replies.release[hold].set()
-                while True:  # the item goes to another worker without waiting for the 30 s lease
-                    with psycopg.connect(url) as conn:
-                        claims, owner = conn.execute("SELECT claims, worker FROM citegraph_work WHERE item_id = %s",
-                                                     (item,)).fetchone()
-                    if claims >= 2:
-                        takeover_s.append(time.perf_counter() - t_kill)
-                        break
-                    assert time.perf_counter() - t_kill < 20, "a killed worker's item was not taken over"
-                    time.sleep(0.1)
+                # the item goes to another worker without waiting for the 30 s lease
+                took, owner = pg_server.wait_for_takeover(url, item, t_kill, poll=0.1)
+                takeover_s.append(took)
                 assert owner != worker
             results = {}
             for w, p in procs.values():
@@ -133,12 +110,7 @@ def test_four_workers_with_kills_do_every_item_exactly_once(tmp_path, postgres):
                 _, err = p.communicate(timeout=300)
                 results[w] = (p.returncode, err)
         finally:
-            for ev in replies.release.values():
-                ev.set()
-            for _, p in procs.values():
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
+            pg_server.stop_workers(procs, replies.release.values())
 
     assert len(killed) == 2 and max(takeover_s) < 10, takeover_s
     ids = [f"item{i}" for i in range(n_items)]
