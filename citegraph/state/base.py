@@ -207,7 +207,8 @@ def _input_error(cls: type, exc: ValidationError) -> Exception:
 class BaseContext:
     """Knobs every graph has: which chat model and verifier, and decoding settings."""
 
-    llm: str = knob("local", "Chat model spec: local, local-small, llamacpp:<path.gguf>, openai:<model>. "
+    llm: str = knob("local", "Chat model spec: local, local-small, llamacpp:<path.gguf>, server:<local|local-small|path.gguf> "
+                             "(the model behind a managed llama-server that keeps the prompts it read), openai:<model>. "
                              "Default: $CITEGRAPH_LLM when set.", env=ENV_LLM)
     verifier: str = knob("default", "Entailment verifier spec: default, hf-classifier:<id>, hf-seq2seq:<id>, llm-judge[:<llm spec>][:table16] "
                                     "(table16: RAAC's Table 16 evaluator prompt). Default: $CITEGRAPH_VERIFIER when set.",
