@@ -186,21 +186,24 @@ def test_a_dead_server_is_started_again(fake_server):
     spec, _ = fake_server
     chat_text(spec, "one")
     (srv,) = running_servers()
-    old_port = srv.port
+    old_port, old_log = srv.port, srv.log_path
     srv.proc.kill()
     srv.proc.wait()
     assert chat_text(spec, "two") == "echo: two"
     assert srv.alive() and srv.port != old_port
+    assert not os.path.exists(old_log)  # the dead server's log went with it
 
 
 def test_start_failure_is_one_line_with_the_servers_words(fake_server, monkeypatch):
-    from citegraph.tools.models import chat_text
+    from citegraph.tools.models import chat_text, server
 
     spec, _ = fake_server
     monkeypatch.setenv("FAKE_LLAMA_MODE", "fail")
     with pytest.raises(ModelError, match="exited with 1 while starting: .*fake failure") as e:
         chat_text(spec, "hi")
     assert "\n" not in str(e.value)
+    (srv,) = list(server._servers.values())
+    assert srv.log_path is None and not srv.alive()  # nothing left behind
 
 
 def test_waits_for_a_model_still_loading(fake_server, monkeypatch):

@@ -125,25 +125,34 @@ class LlamaServer:
         with self._lock:
             if self.proc is not None and self.proc.poll() is None:
                 return self
+            self._stop_locked()  # a server that died: forget it and its log
             if not os.path.exists(self.model_path):
                 raise ModelError(f"GGUF model file not found: {self.model_path}")
             port = _free_port()
+            cmd = self.command(port)  # a missing binary stops here, before any file is made
             fd, self.log_path = tempfile.mkstemp(prefix="citegraph-llama-server-", suffix=".log")
             t0 = time.perf_counter()
-            # started from a thread that lives as long as the process: Linux sends the parent-death
-            # signal when the *thread* that forked the child ends (a pool's worker, say)
-            self.proc = _spawner.submit(
-                subprocess.Popen, self.command(port), stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, close_fds=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-            ).result()
-            os.close(fd)
+            try:
+                # started from a thread that lives as long as the process: Linux sends the parent-death
+                # signal when the *thread* that forked the child ends (a pool's worker, say)
+                self.proc = _spawner.submit(
+                    subprocess.Popen, cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, close_fds=True,
+                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                ).result()
+            except OSError as e:
+                self._stop_locked()
+                raise ModelError(f"llama-server could not be started: {e}") from e
+            finally:
+                os.close(fd)
             self.port = port
             import httpx
 
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
-                    raise ModelError(f"llama-server exited with {self.proc.returncode} while starting: {self.log_tail()}")
+                    said = f"llama-server exited with {self.proc.returncode} while starting: {self.log_tail()}"
+                    self._stop_locked()  # removes its log
+                    raise ModelError(said)
                 try:
                     if httpx.get(f"{self.base_url}/health", timeout=2.0).status_code == 200:
                         self.started_s = time.perf_counter() - t0
