@@ -128,11 +128,14 @@ def test_yes_no_judgements_from_the_servers_top_logprobs(fake_server):
     from citegraph.tools.models import yes_no_log_odds, yes_probability
     from citegraph.tools.usage import UsageTracker
 
+    from langchain_core.runnables import RunnableLambda
+
     spec, log = fake_server
     tracker = UsageTracker()
+    # as inside a graph node: the judge's model call is a LangChain call under the run's callbacks
+    judge = RunnableLambda(lambda _: (yes_probability(spec, "Is it?"), yes_no_log_odds(spec, "Is it?")))
     with tracker.active():
-        p = yes_probability(spec, "Is it?")
-        lo = yes_no_log_odds(spec, "Is it?")
+        p, lo = judge.invoke(None, config={"callbacks": [tracker]})
     y, n = math.exp(-0.105), math.exp(-2.4)
     assert p == pytest.approx(y / (y + n))
     assert lo == pytest.approx(-0.105 + 2.4)

@@ -12,11 +12,12 @@ Messages = Sequence[BaseMessage] | str
 
 
 class LocalChatModel(BaseChatModel):
-    """A chat model evaluated in this process (llama.cpp, the scripted test model of
-    :mod:`citegraph.testing`): it is called with ``max_tokens`` and takes a ``grammar`` (GBNF text that
-    constrains its reply, as :func:`cited_sentences` passes), its failures are not a server's (no retry
-    for a network fault), and it answers Yes/No judgements itself (``yes_probability``,
-    ``yes_no_log_odds``; with ``<method>_counted`` returning the prompt tokens too)."""
+    """A chat model evaluated on this machine (llama.cpp in process or behind the managed llama-server,
+    the scripted test model of :mod:`citegraph.testing`): it is called with ``max_tokens`` and takes a
+    ``grammar`` (GBNF text that constrains its reply, as :func:`cited_sentences` passes), its failures
+    are not a remote server's (no retry for a network fault), and an in-process one answers Yes/No
+    judgements itself (``yes_probability``, ``yes_no_log_odds``; with ``<method>_counted`` returning
+    the prompt tokens and those taken from the KV cache too)."""
 
     #: True where a ``json_schema`` call kwarg constrains the reply to the schema (llama.cpp)
     json_schema_support: ClassVar[bool] = False
@@ -38,28 +39,3 @@ def _lse(xs: list[float]) -> float:
     """log Σ exp(x), computed without overflow."""
     m = max(xs)
     return m + math.log(sum(math.exp(x - m) for x in xs))
-
-
-def yes_share(pairs: list[tuple[str, float]]) -> float:
-    """P(Yes) / (P(Yes) + P(No)) over listed ``(token stripped and lower-cased, logprob)`` pairs (a
-    server's top log-probabilities of the first token); 0.5 when neither is listed."""
-    y = sum(math.exp(lp) for t, lp in pairs if t == "yes")
-    n = sum(math.exp(lp) for t, lp in pairs if t == "no")
-    return y / (y + n) if y + n else 0.5
-
-
-def yes_no_log_odds_from_top(pairs: list[tuple[str, float]]) -> float | None:
-    """log p(Yes) − log p(No) over the listed tokens, a side not listed bounded by the lowest listed
-    log-probability; None when nothing is listed."""
-    if not pairs:
-        return None
-    floor = min(lp for _, lp in pairs)
-    y = [lp for t, lp in pairs if t == "yes"]
-    n = [lp for t, lp in pairs if t == "no"]
-    return (_lse(y) if y else floor) - (_lse(n) if n else floor)
-
-
-def yes_no_from_top(pairs: list[tuple[str, float]]) -> tuple[float, float]:
-    """(P(Yes) share, log-odds) from a first token's top log-probabilities (log-odds 0 when none)."""
-    lo = yes_no_log_odds_from_top(pairs)
-    return yes_share(pairs), 0.0 if lo is None else lo

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from langchain_core.messages import BaseMessage
 
 from citegraph.errors import ModelError
-from citegraph.tools.models.base import Messages, as_messages, yes_no_log_odds_from_top, yes_share
+from citegraph.tools.models.base import Messages, _lse, as_messages
 from citegraph.tools.models.calls import _invoke
 from citegraph.tools.models.registry import get_chat_model
 
@@ -17,15 +18,15 @@ def _in_process_judgement(model: Any, msgs: list[BaseMessage], method: str) -> f
     """A Yes/No judgement (``method``: ``yes_probability`` or ``yes_no_log_odds``) by a model that
     evaluates it in this process -- one with ``<method>_counted`` (llama.cpp: its prompt tokens
     counted) or with ``<method>`` alone (the scripted test model: its words counted) -- recorded as
-    one LLM call, since no LangChain callback sees it; ``None`` for a model behind an endpoint (its
-    call goes through LangChain, whose callbacks count it)."""
+    one LLM call, since no LangChain callback sees it; ``None`` for a model behind an endpoint (an
+    OpenAI-compatible server, the managed llama-server: its call goes through LangChain, whose
+    callbacks count it)."""
     from citegraph.tools.usage import record_llm_call
 
     counted = getattr(model, f"{method}_counted", None)
     if counted is not None:
-        got = counted(msgs)  # (value, prompt tokens[, prompt tokens taken from the KV cache])
-        record_llm_call(got[1], 1, got[2] if len(got) > 2 else 0)
-        value = got[0]
+        value, n_tokens, cached = counted(msgs)  # cached: prompt tokens taken from the KV cache
+        record_llm_call(n_tokens, 1, cached)
         return float(value)
     if hasattr(model, method):
         value = float(getattr(model, method)(msgs))
@@ -63,6 +64,24 @@ def _judgement(spec: str, prompt: Messages, system: str | None, method: str,
     return value
 
 
+def _yes_share(pairs: list[tuple[str, float]]) -> float:
+    """P(Yes) / (P(Yes) + P(No)) over the listed tokens; 0.5 when neither is listed."""
+    y = sum(math.exp(lp) for t, lp in pairs if t == "yes")
+    n = sum(math.exp(lp) for t, lp in pairs if t == "no")
+    return y / (y + n) if y + n else 0.5
+
+
+def _yes_no_log_odds(pairs: list[tuple[str, float]]) -> float | None:
+    """log p(Yes) − log p(No) over the listed tokens, a side not listed bounded by the lowest listed
+    log-probability; None when nothing is listed."""
+    if not pairs:
+        return None
+    floor = min(lp for _, lp in pairs)
+    y = [lp for t, lp in pairs if t == "yes"]
+    n = [lp for t, lp in pairs if t == "no"]
+    return (_lse(y) if y else floor) - (_lse(n) if n else floor)
+
+
 def yes_probability(spec: str, prompt: Messages, *, system: str | None = None) -> float:
     """P(Yes) for a Yes/No question, from the model's next-token distribution.
 
@@ -72,7 +91,7 @@ def yes_probability(spec: str, prompt: Messages, *, system: str | None = None) -
     log-odds judge's are (on an OpenAI server LangChain's callbacks count it). Raises
     :class:`NoLogprobsError` (a ``ModelError``) when a server returns no logprobs.
     """
-    return _judgement(spec, prompt, system, "yes_probability", yes_share)
+    return _judgement(spec, prompt, system, "yes_probability", _yes_share)
 
 
 def yes_no_log_odds(spec: str, prompt: Messages, *, system: str | None = None) -> float:
@@ -85,4 +104,4 @@ def yes_no_log_odds(spec: str, prompt: Messages, *, system: str | None = None) -
     true value); scripted fakes: the log-odds of their ``judge``. Raises :class:`NoLogprobsError`
     when a server returns no logprobs.
     """
-    return _judgement(spec, prompt, system, "yes_no_log_odds", yes_no_log_odds_from_top)
+    return _judgement(spec, prompt, system, "yes_no_log_odds", _yes_no_log_odds)

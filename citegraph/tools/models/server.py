@@ -39,7 +39,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import PrivateAttr
 
 from citegraph.errors import ModelError, ModelReplyError
-from citegraph.tools.models.base import LocalChatModel, yes_no_from_top
+from citegraph.tools.models.base import LocalChatModel
 
 #: the slots a server gets when nothing says otherwise (``$CITEGRAPH_SERVER_SLOTS``). One: on the
 #: 2-core CPUs measured here, sequences decoded together share the same compute (decode is
@@ -96,7 +96,6 @@ class LlamaServer:
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None
         self.log_path: str | None = None
-        self.started_s: float | None = None
         self._lock = threading.Lock()
 
     @property
@@ -131,7 +130,6 @@ class LlamaServer:
             port = _free_port()
             cmd = self.command(port)  # a missing binary stops here, before any file is made
             fd, self.log_path = tempfile.mkstemp(prefix="citegraph-llama-server-", suffix=".log")
-            t0 = time.perf_counter()
             try:
                 # started from a thread that lives as long as the process: Linux sends the parent-death
                 # signal when the *thread* that forked the child ends (a pool's worker, say)
@@ -155,7 +153,6 @@ class LlamaServer:
                     raise ModelError(said)
                 try:
                     if httpx.get(f"{self.base_url}/health", timeout=2.0).status_code == 200:
-                        self.started_s = time.perf_counter() - t0
                         return self
                 except httpx.HTTPError:
                     pass
@@ -228,8 +225,9 @@ class LlamaServerChat(LocalChatModel):
     """A GGUF chat model served by a managed ``llama-server`` with ``slots`` parallel sequences.
 
     Takes the same call kwargs as :class:`~citegraph.tools.models.llamacpp.LlamaCppChat`
-    (``temperature``, ``max_tokens``, ``stop``, ``json_schema``, ``grammar``) and answers the Yes/No
-    judgements from the first token's top-20 log-probabilities (llama.cpp's softmax over all logits).
+    (``temperature``, ``max_tokens``, ``stop``, ``json_schema``, ``grammar``); the Yes/No judges ask it,
+    as any model behind an endpoint, for the first token's top-20 log-probabilities (``logprobs``;
+    llama.cpp's softmax over all logits), which come back in ``response_metadata["logprobs"]``.
     Each reply's ``response_metadata`` carries the server's ``prompt_n`` (prompt tokens evaluated),
     ``cache_n`` (prompt tokens served from the KV cache) and timings.
 
@@ -272,7 +270,8 @@ class LlamaServerChat(LocalChatModel):
         body: dict[str, Any] = {
             "messages": [_to_openai(m) for m in messages],
             "temperature": temperature,
-            "max_tokens": kwargs.get("max_tokens") or self.max_tokens,
+            # max_completion_tokens: what the Yes/No judges bind for a model behind an endpoint
+            "max_tokens": kwargs.get("max_tokens") or kwargs.get("max_completion_tokens") or self.max_tokens,
             "cache_prompt": True,
         }
         if stop or kwargs.get("stop"):
@@ -383,35 +382,6 @@ class LlamaServerChat(LocalChatModel):
                             "total_tokens": usage.get("total_tokens", 0)},
             response_metadata={"finish_reason": finish, "model_name": os.path.basename(self.model_path)},
         ))
-
-    # -- Yes/No judge: the first token's top-20 log-probabilities (a softmax over all logits)
-    def _top_pairs(self, messages: list[BaseMessage]) -> tuple[list[tuple[str, float]], int, int]:
-        body = self._body(messages, None, {"max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": 20})
-        _, out = self._post(body)
-        choice = (out.get("choices") or [{}])[0]
-        try:
-            top = choice["logprobs"]["content"][0]["top_logprobs"]
-        except (KeyError, IndexError, TypeError) as e:
-            raise ModelReplyError("llama-server returned no logprobs for a Yes/No judgement") from e
-        n_prompt = int((out.get("usage") or {}).get("prompt_tokens", 0))
-        cached = int((out.get("timings") or {}).get("cache_n") or 0)
-        return [(str(t["token"]).strip().lower(), float(t["logprob"])) for t in top], n_prompt, cached
-
-    def yes_probability(self, messages: list[BaseMessage]) -> float:
-        return self.yes_probability_counted(messages)[0]
-
-    def yes_probability_counted(self, messages: list[BaseMessage]) -> tuple[float, int, int]:
-        """(P(Yes), prompt tokens, prompt tokens served from the KV cache)."""
-        pairs, n, cached = self._top_pairs(messages)
-        return yes_no_from_top(pairs)[0], n, cached
-
-    def yes_no_log_odds(self, messages: list[BaseMessage]) -> float:
-        return self.yes_no_log_odds_counted(messages)[0]
-
-    def yes_no_log_odds_counted(self, messages: list[BaseMessage]) -> tuple[float, int, int]:
-        """(log-odds, prompt tokens, prompt tokens served from the KV cache)."""
-        pairs, n, cached = self._top_pairs(messages)
-        return yes_no_from_top(pairs)[1], n, cached
 
     def count_tokens(self, text: str) -> int:
         import httpx
