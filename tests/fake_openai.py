@@ -36,9 +36,11 @@ class Raw:
 
 class FakeOpenAI:
     """Serves ``POST /v1/chat/completions``. ``reply(request_json) -> str`` decides the content;
-    with ``logprobs`` requested, ``top_logprobs`` come from ``self.top_logprobs``."""
+    with ``logprobs`` requested, ``top_logprobs`` come from ``self.top_logprobs`` (a list, or a function
+    of the request that returns one)."""
 
-    def __init__(self, reply: Callable[[dict], str], top_logprobs: list[tuple[str, float]] | None = None):
+    def __init__(self, reply: Callable[[dict], str],
+                 top_logprobs: list[tuple[str, float]] | Callable[[dict], list[tuple[str, float]]] | None = None):
         self.reply = reply
         self.top_logprobs = top_logprobs or [("Yes", -0.1), ("No", -2.4)]
         self.requests: list[dict] = []
@@ -63,7 +65,8 @@ class FakeOpenAI:
                     return self._stream(body, content)
                 choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
                 if body.get("logprobs"):
-                    tops = [{"token": t, "logprob": lp, "bytes": None} for t, lp in outer.top_logprobs]
+                    listed = outer.top_logprobs(body) if callable(outer.top_logprobs) else outer.top_logprobs
+                    tops = [{"token": t, "logprob": lp, "bytes": None} for t, lp in listed]
                     choice["logprobs"] = {"content": [{"token": tops[0]["token"], "logprob": tops[0]["logprob"],
                                                        "bytes": None, "top_logprobs": tops}]}
                 out = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),

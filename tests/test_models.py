@@ -233,3 +233,83 @@ def test_yes_no_judgements_are_counted_as_llm_calls(scripted):
     assert t.totals()["llm_calls"] == 2 and t.totals()["prompt_tokens"] == 6  # words, for a scripted model
     yes_probability(spec, "No tracker active: nothing to count.")
     assert t.totals()["llm_calls"] == 2
+
+
+def test_judge_many_keeps_endpoint_judgements_in_flight_together_in_order_and_counted(openai_env, monkeypatch):
+    # the evaluator's Yes/No judges (contextual relevancy, the nugget assigner, llm-judge) ask their
+    # questions together: on an endpoint several are in flight at once; answers come back in the
+    # order asked, and each is one LLM call for the tracker that is active where judge_many is called
+    import math
+    import threading
+    import time
+
+    from langchain_core.runnables import RunnableLambda
+
+    from citegraph.tools.models import judge_many, judge_workers
+    from citegraph.tools.usage import UsageTracker
+
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+    def reply(body):
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.15)
+        with lock:
+            state["now"] -= 1
+        return "Yes"
+
+    def tops(body):  # P(Yes) = k / 10 for the prompt "claim k"
+        k = int(body["messages"][-1]["content"].split()[-1])
+        return [("Yes", math.log(k / 10)), ("No", math.log(1 - k / 10))]
+
+    monkeypatch.setenv("CITEGRAPH_JUDGE_WORKERS", "4")
+    with FakeOpenAI(reply, top_logprobs=tops) as srv:
+        spec = openai_env(srv.url)
+        assert judge_workers(spec) == 4
+        t = UsageTracker()
+        t0 = time.perf_counter()
+        got = RunnableLambda(lambda _: judge_many(spec, [f"claim {k}" for k in range(1, 9)])).invoke(
+            None, config={"callbacks": [t]})
+        took = time.perf_counter() - t0
+    assert got == pytest.approx([k / 10 for k in range(1, 9)])
+    assert state["most"] == 4 and took < 8 * 0.15  # 4 at a time: about two rounds, not eight
+    assert t.totals()["llm_calls"] == 8
+
+
+def test_judge_many_asks_an_in_process_model_one_after_another(scripted):
+    import math
+
+    from citegraph.tools.models import judge_many, judge_workers
+    from citegraph.tools.usage import UsageTracker
+
+    spec, model = scripted(judge=lambda text: 0.2 if "first" in text else 0.6)
+    assert judge_workers(spec) == 1
+    t = UsageTracker()
+    with t.active():
+        got = judge_many(spec, ["the first", "the second"], kind="yes_no_log_odds")
+    assert got == pytest.approx([math.log(0.2 / 0.8), math.log(0.6 / 0.4)])
+    assert t.totals()["llm_calls"] == 2
+    with pytest.raises(ValueError, match="judge kind"):
+        judge_many(spec, ["x"], kind="vote")
+
+
+def test_llm_judge_verifier_on_an_endpoint_scores_pairs_together_as_one_at_a_time_would(openai_env, monkeypatch):
+    import math
+    import re as _re
+
+    from citegraph.tools.verifier import get_verifier
+
+    def tops(body):  # P(Yes) from the digit in the claim
+        k = int(_re.findall(r"claim (\d)", body["messages"][-1]["content"])[-1])
+        return [("Yes", math.log(k / 10)), ("No", math.log(1 - k / 10))]
+
+    pairs = [(f"passage {k % 3}", f"claim {k}") for k in range(1, 10)]
+    with FakeOpenAI(lambda body: "Yes", top_logprobs=tops) as srv:
+        spec = openai_env(srv.url)
+        monkeypatch.setenv("CITEGRAPH_JUDGE_WORKERS", "3")
+        together = get_verifier(f"llm-judge:{spec}", cache=False).score(pairs)
+        monkeypatch.setenv("CITEGRAPH_JUDGE_WORKERS", "1")
+        alone = get_verifier(f"llm-judge:{spec}", cache=False).score(pairs)
+    assert together == pytest.approx([k / 10 for k in range(1, 10)]) and together == pytest.approx(alone)
+    assert len(srv.requests) == 18

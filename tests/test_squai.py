@@ -449,11 +449,11 @@ def test_contextual_relevancy_logodds_judges_each_sentence(scripted, monkeypatch
     # a judge without logprobs: json mode for that document, recorded
     calls = []
 
-    def no_logprobs(spec, prompt, **kw):
-        calls.append(prompt)
+    def no_logprobs(spec, prompts, **kw):
+        calls.append(prompts)
         raise M.NoLogprobsError("no logprobs here")
 
-    monkeypatch.setattr(M, "yes_no_log_odds", no_logprobs)
+    monkeypatch.setattr(M, "judge_many", no_logprobs)
     spec2, model2 = scripted(_judge_script({"Break the context into its statements": json.dumps({"verdicts": [
         {"statement": "s1", "verdict": "yes"}, {"statement": "s2", "verdict": "no"}, {"statement": "s3", "verdict": "no"}]})}))
     r = contextual_relevancy("What are qubits?", ctx[:1], spec2)

@@ -290,6 +290,7 @@ def test_llm_judge_uses_models_yes_probability(monkeypatch):
 
     fake = types.ModuleType("citegraph.tools.models")
     fake.yes_probability = fake_yes_probability
+    fake.judge_workers = lambda spec: 1  # a model in this process: one judgement at a time
     monkeypatch.setitem(sys.modules, "citegraph.tools.models", fake)
     v = V.get_verifier("llm-judge:fake-chat", max_premise_chars=100, window_overlap_chars=10)
     assert v.score([("short premise", "claim one")]) == [pytest.approx(0.1)]

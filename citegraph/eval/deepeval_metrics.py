@@ -157,12 +157,12 @@ def contextual_relevancy(question: str, context: Sequence[str], judge: str, max_
 def _context_doc(question: str, context: str, judge: str, max_tokens: int, mode: str) -> tuple[dict | None, list[str]]:
     """One context document's relevant and total statements (and, in logodds mode, each one's log-odds)."""
     if mode == "logodds":
-        from citegraph.tools.models import NoLogprobsError, yes_no_log_odds
+        from citegraph.tools.models import NoLogprobsError, judge_many
         from citegraph.tools.sentences import split_sentences
 
         statements = [x for x in split_sentences(context) if x.strip()]
-        try:
-            lo = [yes_no_log_odds(judge, P.statement_relevance_prompt(question, x)) for x in statements]
+        try:  # one document's statements at once (in flight together on an endpoint)
+            lo = judge_many(judge, [P.statement_relevance_prompt(question, x) for x in statements], kind="yes_no_log_odds")
         except NoLogprobsError as e:
             doc, p = _context_doc(question, context, judge, max_tokens, "json")
             return doc, [f"contextual relevancy: {judge} gives no logprobs ({e}); judged in json mode"] + p

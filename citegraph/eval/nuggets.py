@@ -147,6 +147,27 @@ def assign_yesno(query: str, answer: str, nugget: str, judge: str, threshold: fl
     return ("partial_support" if part >= threshold else "not_support"), [full, part]
 
 
+def assign_yesno_many(query: str, answer: str, nuggets: Sequence[str], judge: str,
+                      threshold: float = 0.5) -> list[tuple[str, list[float]]]:
+    """:func:`assign_yesno` for every nugget, with each round's questions asked together
+    (``judge_many``: in flight at once on an endpoint): "fully captured?" for all nuggets, then
+    "partly captured?" for those not fully captured. The same labels and probabilities as one
+    nugget at a time."""
+    from citegraph.tools.models import judge_many
+
+    full = judge_many(judge, [P.yesno_prompt(query, answer, n, partial=False) for n in nuggets], system=P.ASSIGN_SYSTEM)
+    rest = [k for k, f in enumerate(full) if f < threshold]
+    part = dict(zip(rest, judge_many(judge, [P.yesno_prompt(query, answer, nuggets[k], partial=True) for k in rest],
+                                     system=P.ASSIGN_SYSTEM)))
+    out = []
+    for k, f in enumerate(full):
+        if f >= threshold:
+            out.append(("support", [f]))
+        else:
+            out.append(("partial_support" if part[k] >= threshold else "not_support", [f, part[k]]))
+    return out
+
+
 def assign_nuggets(query: str, answer: str, nuggets: Sequence[str], judge: str = "local", *, window: int = 10,
                    mode: str = "list", p_yes: list | None = None) -> tuple[list[str], list[str]]:
     """support / partial_support / not_support of each nugget in ``answer`` (pass it without citations).
@@ -156,7 +177,7 @@ def assign_nuggets(query: str, answer: str, nuggets: Sequence[str], judge: str =
     if mode not in ASSIGN_MODES:
         raise InputError(f"unknown assignment mode {mode!r}; use one of {', '.join(ASSIGN_MODES)}")
     if mode == "yesno":
-        res = [assign_yesno(query, answer, n, judge) for n in nuggets]
+        res = assign_yesno_many(query, answer, nuggets, judge)
         if p_yes is not None:
             p_yes.extend([round(p, 4) for p in ps] for _, ps in res)
         return [lab for lab, _ in res], []

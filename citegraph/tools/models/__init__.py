@@ -37,7 +37,7 @@ from citegraph.tools.models.registry import (
 )
 from citegraph.tools.models.calls import TRUNCATED, Reply, chat_reply, chat_text
 from citegraph.tools.models.structured import StructuredOutputError, extract_json, structured
-from citegraph.tools.models.judgements import NoLogprobsError, yes_no_log_odds, yes_probability
+from citegraph.tools.models.judgements import NoLogprobsError, judge_many, judge_workers, yes_no_log_odds, yes_probability
 from citegraph.tools.models.cited import (
     CitedReply,
     cited_sentences,
@@ -53,5 +53,5 @@ __all__ = [
     "as_messages", "chat_reply", "chat_text", "check_chat_spec", "citation_grammar", "citation_schema",
     "cited_sentences", "context_window", "extract_json", "get_chat_model", "register_chat_model",
     "reset_local_models", "sentences_from_json", "sentences_from_text", "structured", "token_counter",
-    "yes_no_log_odds", "yes_probability", "running_servers", "stop_servers",
+    "yes_no_log_odds", "yes_probability", "judge_many", "judge_workers", "running_servers", "stop_servers",
 ]

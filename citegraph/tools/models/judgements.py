@@ -1,10 +1,13 @@
 """Yes/No judgements from the model's next-token distribution: :func:`yes_probability` (P(Yes)) and
-:func:`yes_no_log_odds` (log p(Yes) − log p(No))."""
+:func:`yes_no_log_odds` (log p(Yes) − log p(No)); :func:`judge_many` asks a list of them at once."""
 
 from __future__ import annotations
 
+import contextvars
 import math
-from typing import Any, Callable
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
 
 from langchain_core.messages import BaseMessage
 
@@ -105,3 +108,46 @@ def yes_no_log_odds(spec: str, prompt: Messages, *, system: str | None = None) -
     when a server returns no logprobs.
     """
     return _judgement(spec, prompt, system, "yes_no_log_odds", _yes_no_log_odds)
+
+
+#: Yes/No judgements in flight at once to a model behind a remote endpoint (``openai:``), unless
+#: ``$CITEGRAPH_JUDGE_WORKERS`` says otherwise; a managed llama-server gets as many as it has slots
+JUDGE_WORKERS = 8
+
+
+def judge_workers(spec: str) -> int:
+    """How many Yes/No judgements :func:`judge_many` keeps in flight for ``spec``: 1 for a model
+    evaluated in this process (its calls share one context: in order, each prompt re-uses the prefix
+    the one before left in the KV cache), the slots of a managed llama-server, else
+    ``$CITEGRAPH_JUDGE_WORKERS`` (default :data:`JUDGE_WORKERS`)."""
+    model = get_chat_model(spec)
+    if any(hasattr(model, m) for m in ("yes_probability", "yes_no_log_odds",
+                                       "yes_probability_counted", "yes_no_log_odds_counted")):
+        return 1
+    slots = getattr(model, "slots", None)
+    if isinstance(slots, int) and slots > 0:
+        return slots
+    env = os.environ.get("CITEGRAPH_JUDGE_WORKERS", "").strip()
+    return max(1, int(env)) if env.isdigit() else JUDGE_WORKERS
+
+
+def judge_many(spec: str, prompts: Sequence[Messages], *, system: str | None = None,
+               kind: str = "yes_probability", workers: int | None = None) -> list[float]:
+    """Many Yes/No judgements (``kind``: ``yes_probability`` or ``yes_no_log_odds``), in the order
+    given. A model behind an endpoint gets up to :func:`judge_workers` of them in flight at once
+    (continuous batching on a llama-server with several slots; round trips overlapped on a remote
+    API); a model in this process answers them one after another in the given order, so callers
+    should put prompts that share a prefix next to each other. Each judgement is counted as one LLM
+    call, as the single-prompt functions count it; the first error is raised."""
+    fn = {"yes_probability": yes_probability, "yes_no_log_odds": yes_no_log_odds}.get(kind)
+    if fn is None:
+        raise ValueError(f"judge kind {kind!r}: choose yes_probability or yes_no_log_odds")
+    prompts = list(prompts)
+    width = min(len(prompts), workers if workers is not None else judge_workers(spec))
+    if width <= 1:
+        return [fn(spec, p, system=system) for p in prompts]
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="citegraph-judge") as pool:
+        # each call runs in a copy of the caller's context: the usage tracker and LangChain's
+        # callbacks (context variables) count it as they count a call made here
+        futures = [pool.submit(contextvars.copy_context().run, fn, spec, p, system=system) for p in prompts]
+        return [f.result() for f in futures]

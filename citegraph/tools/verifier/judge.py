@@ -58,12 +58,30 @@ class LLMJudgeVerifier(Verifier):
         return [premise[s: s + size] for s in range(0, n - self.window_overlap_chars, step)]
 
     def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
-        # pairs grouped by premise: a local model re-uses the cached passage prefix between claims
+        # pairs grouped by premise: a local model re-uses the cached passage prefix between claims;
+        # a model behind an endpoint gets a group of judgements in flight at once (judge_many)
         out = [0.0] * len(pairs)
         start = self.stats.batches
-        for i in sorted(range(len(pairs)), key=lambda i: pairs[i][0]):
-            p, h = pairs[i]
-            self.stats.batches += 1
-            out[i] = max(self._yes(self.prompt.format(premise=w, hypothesis=h)) for w in self._windows(p))
+        order = sorted(range(len(pairs)), key=lambda i: pairs[i][0])
+        width = 1
+        if self._yes_probability is None:
+            from citegraph.tools.models import judge_workers
+
+            width = judge_workers(self.chat_spec)
+        for g in range(0, len(order), width):
+            group = order[g: g + width]
+            asks = [(i, self.prompt.format(premise=w, hypothesis=pairs[i][1])) for i in group for w in self._windows(pairs[i][0])]
+            if width == 1:
+                scores = [self._yes(q) for _, q in asks]
+            else:
+                from citegraph.tools.models import judge_many
+
+                scores = judge_many(self.chat_spec, [q for _, q in asks], workers=width)
+            best: dict[int, float] = {}
+            for (i, _), v in zip(asks, scores):  # the maximum over a premise's windows
+                best[i] = max(best.get(i, float("-inf")), float(v))
+            for i, v in best.items():
+                out[i] = v
+            self.stats.batches += len(group)
             emit("verifier_batch", verifier=self.spec, done=self.stats.batches - start, total=len(pairs))
         return out
