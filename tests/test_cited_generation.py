@@ -29,13 +29,30 @@ def _alternatives(gbnf: str) -> list[str]:
     return re.findall(r'"(\d+)"', line)
 
 
+def _body_regex(gbnf: str) -> "re.Pattern":
+    """The grammar's sentence-body rule as a Python regex, translated mechanically (character classes
+    and quoted literals, alternatives, one bounded repetition), so the test checks the rule shipped."""
+    line = next(l for l in gbnf.splitlines() if l.startswith("body ::="))
+    m = re.fullmatch(r"body ::= \((.*)\)\{(\d+),(\d+)\}", line)
+    alts = []
+    for alt in m.group(1).split(" | "):
+        alts.append("".join(re.escape(tok[1:-1]) if tok.startswith('"') else tok for tok in alt.split(" ")))
+    return re.compile("(?:" + "|".join(alts) + ")+")
+
+
 def test_grammar_markers_are_exactly_1_to_n_and_sentences_end_at_their_markers():
     g = citation_grammar(12, min_sentences=2, max_sentences=4, max_citations=2)
     assert _alternatives(g) == [str(i) for i in range(1, 13)]  # multi-digit included, nothing else
     assert 'root ::= sent (" " sent){1,3}' in g
     assert 'cite ::= " [" num "]" (" [" num "]"){0,1}' in g
-    body = next(l for l in g.splitlines() if l.startswith("body ::="))
-    assert r"[^.\[\]\n]" in body and r'"." [^ .\[\]\n]' in body  # "3.5", "U.S" pass; no ". " inside a sentence
+    body = _body_regex(g)
+    for ok in ("Alpha grew 3.5 percent in the U.S. market", "It opens at 3 A.M. daily", "See example.com, e.g. the page"):
+        assert body.fullmatch(ok), ok
+    # what the embedded model wrote to stay inside one sentence when any non-space could follow a period
+    for bad in ("Played by James and Oliver Phelps.James and Oliver are twins", "By Simon and Garfunkel._document",
+                "Before the final.\u0438\u043b\u0430\u0441\u044c Jamaican rapper", "It ends here. Next sentence",
+                "A bracket [1 inside", "Two\nlines"):
+        assert not body.fullmatch(bad), bad
     assert "root ::= sent\n" in citation_grammar(3, max_sentences=1)
     assert "{0,1}" not in citation_grammar(3, max_citations=1)
     with pytest.raises(ValueError):

@@ -17,7 +17,7 @@ def text_note(n_docs: int, min_sentences: int, max_sentences: int, max_citations
     many = "one or two documents" if max_citations >= 2 else "one document"
     return (f"\n\nFormat: write {_range(min_sentences, max_sentences)} complete sentences. End EVERY sentence with "
             f"the number of the document that supports it in square brackets, then the period, like this: "
-            f"\"The tower is in Paris [2].\" Cite {many} per sentence, numbers 1 to {n_docs} only.")
+            f"\"... [2].\" Cite {many} per sentence, numbers 1 to {n_docs} only.")
 
 
 def json_note(n_docs: int, min_sentences: int, max_sentences: int, max_citations: int) -> str:

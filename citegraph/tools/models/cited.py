@@ -58,11 +58,13 @@ def citation_grammar(n_docs: int, *, min_sentences: int = 1, max_sentences: int 
                      min_chars: int = 15, max_chars: int = 300) -> str:
     """A GBNF grammar for ``min_sentences``..``max_sentences`` sentences, each ending with 1 to
     ``max_citations`` markers ``[k]`` (k exactly one of 1..n_docs, multi-digit numbers included) and
-    a period. Inside a sentence a period must be followed by a character other than a space, a
-    period or a bracket ("3.5", "U.S", "a.m" pass; "end. Next" does not), and no bracket or line
-    break is allowed, so the constraint follows sentence boundaries: the model cannot run several
-    sentences into one and then cut a word to fit the marker. (Allowing only a digit after an inner
-    period made the embedded model turn "3 A.M." into "3 A.1.0".)"""
+    a period. Inside a sentence a period is followed by a lower-case letter or a digit ("3.5",
+    "example.com") or is an abbreviation's ("U.S.", "A.M.", "e.g.": a letter and a period), and no
+    bracket or line break is allowed, so the constraint follows sentence boundaries: the model
+    cannot run several sentences into one and then cut a word to fit the marker. (Allowing only a
+    digit after an inner period made the embedded model turn "3 A.M." into "3 A.1.0"; allowing any
+    character but a space let it glue sentences together, "Phelps.James and Oliver", or write
+    "Garfunkel._document" and "final.илась Jamaican" to stay inside one sentence.)"""
     if n_docs < 1:
         raise ValueError("a citation grammar needs at least one document")
     lo, hi = max(1, min_sentences), max(1, max_sentences, min_sentences)
@@ -72,7 +74,7 @@ def citation_grammar(n_docs: int, *, min_sentences: int = 1, max_sentences: int 
     return "\n".join([
         "root ::= sent" + _repeat('" " sent', lo - 1, hi - 1),
         'sent ::= [A-Z0-9"] body cite "."',
-        f"body ::= ([^.\\[\\]\\n] | \".\" [^ .\\[\\]\\n]){{{body_lo},{body_hi}}}",
+        f"body ::= ([^.\\[\\]\\n] | \".\" [a-z0-9] | \".\" [A-Za-z] \".\"){{{body_lo},{body_hi}}}",
         'cite ::= " [" num "]"' + _repeat('" [" num "]"', 0, k - 1),
         f"num ::= {nums}",
     ]) + "\n"
