@@ -29,6 +29,68 @@ def _alternatives(gbnf: str) -> list[str]:
     return re.findall(r'"(\d+)"', line)
 
 
+#: what the embedded model wrote to stay inside one sentence when a sentence could only end "text [n]."
+#: and any letter (or any non-space) could follow an inner period (ASQA and SQuAI questions)
+BAD_SENTENCES = ("There are 6 state parks in Virginia.document [1] [2].",
+                 "Played by James and Oliver Phelps.James and Oliver are twins [3].",
+                 "By Simon and Garfunkel._document [1].",
+                 "Before the final.\u0438\u043b\u0430\u0441\u044c Jamaican rapper joined her [2].",
+                 "It ends here. Next sentence goes on [1].")
+GOOD_REPLIES = ("There are 6 state parks in Virginia [1] [2].",
+                "There are 6 state parks in Virginia. [1] [2] Most opened in 1936 [3].",
+                "It opens at 3 A.M. daily in the U.S. [2]. Growth was 3.5 percent [1].",
+                "\"Sound of Silence\" was written by Paul Simon. [1]")
+
+
+@pytest.fixture(scope="module")
+def vocab_llm():
+    """The embedded model loaded for its vocabulary only (no weights: a second)."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from citegraph.tools.local_model import embedded_model_path
+
+    try:
+        path = embedded_model_path("local")
+    except Exception as e:  # noqa: BLE001 - the model is installed by make
+        pytest.skip(f"embedded model not installed: {e}")
+    llm = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
+    yield llm
+    llm.close()
+
+
+def _llama_accepts(llm, grammar: str, text: str) -> bool:
+    """Whether llama.cpp's own grammar sampler lets the model's tokenizer write ``text`` token by
+    token, as in decoding, and then end the reply (the end-of-generation token allowed)."""
+    import ctypes
+
+    import llama_cpp
+
+    smpl = llama_cpp.llama_sampler_init_grammar(llama_cpp.llama_model_get_vocab(llm._model.model), grammar.encode(), b"root")
+
+    def allowed(tok: int) -> bool:
+        arr = (llama_cpp.llama_token_data * 1)()
+        arr[0].id, arr[0].logit, arr[0].p = tok, 0.0, 0.0
+        cur = llama_cpp.llama_token_data_array(data=arr, size=1, selected=-1, sorted=False)
+        llama_cpp.llama_sampler_apply(smpl, ctypes.byref(cur))
+        return arr[0].logit != float("-inf")
+
+    try:
+        for tok in llm.tokenize(text.encode(), add_bos=False, special=False):
+            if not allowed(tok):
+                return False
+            llama_cpp.llama_sampler_accept(smpl, tok)
+        return allowed(llm.token_eos())
+    finally:
+        llama_cpp.llama_sampler_free(smpl)
+
+
+def test_llama_cpp_grammar_takes_a_period_before_or_after_the_markers_and_no_glued_sentence(vocab_llm):
+    g = citation_grammar(5)
+    for ok in GOOD_REPLIES:
+        assert _llama_accepts(vocab_llm, g, ok), ok
+    for bad in BAD_SENTENCES + ("A sentence citing a document that is not there [6].", "No marker at all here."):
+        assert not _llama_accepts(vocab_llm, g, bad), bad
+
+
 def _body_regex(gbnf: str) -> "re.Pattern":
     """The grammar's sentence-body rule as a Python regex, translated mechanically (character classes
     and quoted literals, alternatives, one bounded repetition), so the test checks the rule shipped."""
@@ -46,12 +108,9 @@ def test_grammar_markers_are_exactly_1_to_n_and_sentences_end_at_their_markers()
     assert 'root ::= sent (" " sent){1,3}' in g
     assert 'cite ::= " [" num "]" (" [" num "]"){0,1}' in g
     body = _body_regex(g)
-    for ok in ("Alpha grew 3.5 percent in the U.S. market", "It opens at 3 A.M. daily", "See example.com, e.g. the page"):
+    for ok in ("Alpha grew 3.5 percent in the U.S. market", "It opens at 3 A.M. daily", "See e.g. the page"):
         assert body.fullmatch(ok), ok
-    # what the embedded model wrote to stay inside one sentence when any non-space could follow a period
-    for bad in ("Played by James and Oliver Phelps.James and Oliver are twins", "By Simon and Garfunkel._document",
-                "Before the final.\u0438\u043b\u0430\u0441\u044c Jamaican rapper", "It ends here. Next sentence",
-                "A bracket [1 inside", "Two\nlines"):
+    for bad in [b.split(" [")[0] for b in BAD_SENTENCES] + ["A bracket [1 inside", "Two\nlines"]:
         assert not body.fullmatch(bad), bad
     assert "root ::= sent\n" in citation_grammar(3, max_sentences=1)
     assert "{0,1}" not in citation_grammar(3, max_citations=1)
