@@ -5,6 +5,20 @@ every variant is scored by two verifiers: the one the stage consulted and one it
     OMP_NUM_THREADS=1 python benchmarks/bench_attribution.py --data ../shared/data/alce/asqa_dev60.json \
         --methods vanilla,ginger --limit 20 --out runs/attr_asqa
     python benchmarks/bench_attribution.py ... --report-only      # reprint the tables from the journals
+    OMP_NUM_THREADS=1 python benchmarks/bench_attribution.py --data ../shared/data/squai/arxiv_deepeval_simple.json \
+        --index runs/squai_index --methods squai,rag --limit 10 --deepeval --out runs/attr/squai
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_attribution.py --data ../shared/data/odsum_story \
+        --index runs/odsum_story_idx --methods odmds --limit 5 --set top_k=8 --out runs/attr/odsum
+
+ODSum-Story (``--data`` the folder): one dev query per story, as ``benchmarks/bench_odmds_summaries.py``
+picks them, summarised from ``--index`` (built if absent, as ``bench_odmds_retrieval.py`` builds it);
+rows add ROUGE-2 / ROUGE-Lsum F1 (best of the 4 references). SQuAI's unarXive questions (a file with ``goldens``) need ``--index`` (built as in
+``benchmarks/bench_squai.py``): methods with a ``corpus`` knob retrieve from it themselves, VANILLA
+gets the hybrid top 10; such rows are scored on each answer's own documents. ``--deepeval`` adds the
+DeepEval-style mean (answer relevancy, faithfulness, contextual relevancy; the ``--llm`` model as judge)
+of the ``off`` and ``strict`` answers; ``repair`` changes no text and no documents, so its DeepEval
+scores are ``off``'s (printed as such).
 
 Journals (resumable, one line per item): ``<out>/<label>/answers.jsonl`` (the generated answer, its
 usage, the commit) and ``<out>/<label>/<stage verifier>/<mode>.jsonl`` (the post-pass answer and the
@@ -22,6 +36,7 @@ construction; read the other verifier's column.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -36,9 +51,10 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 from citegraph.eval.scoring import bootstrap, score_records, summarize  # noqa: E402
 from citegraph.graphs.registry import build_graph, context_class, make_context  # noqa: E402
 from citegraph.nodes.attribution import attribute_answer  # noqa: E402
-from citegraph.run.datasets import load_items  # noqa: E402
+from citegraph.run.datasets import Item, load_items  # noqa: E402
 from citegraph.run.runner import answer_item, make_record  # noqa: E402
-from citegraph.state import AttributedAnswer  # noqa: E402
+from citegraph.state import AttributedAnswer, Document  # noqa: E402
+from citegraph.state.base import CliText  # noqa: E402
 from citegraph.tools.verifier import get_verifier  # noqa: E402
 
 MODES = ("off", "repair", "strict")
@@ -79,7 +95,7 @@ def variants(methods: list[str], formats: list[str]) -> list[tuple[str, str, dic
     """(label, method, overrides): every method once per cite_format it has (others once)."""
     out = []
     for m in methods:
-        has = any(f.name == "cite_format" for f in __import__("dataclasses").fields(context_class(m)))
+        has = any(f.name == "cite_format" for f in dataclasses.fields(context_class(m)))
         for fmt in (formats if has and formats else [None]):  # --formats "": the Context default, unlabelled
             over = {"attribution": "off"}
             if fmt:
@@ -88,14 +104,53 @@ def variants(methods: list[str], formats: list[str]) -> list[tuple[str, str, dic
     return out
 
 
-def generate(label: str, method: str, over: dict, items, llm: str, out: Path, verifier: str) -> dict[str, dict]:
+def load_squai(path: str, limit: int) -> list[Item]:
+    """SQuAI's unarXive questions (``goldens``) as items without documents: the index provides them."""
+    goldens = json.loads(Path(path).read_text(encoding="utf-8"))["goldens"][:limit]
+    return [Item(id=f"q{i}", question=g["input"], documents=[], raw={"question": g["input"]})
+            for i, g in enumerate(goldens)]
+
+
+def load_odsum(root: str, limit: int, index: str) -> list[Item]:
+    """ODSum-Story dev queries (one per story) whose corpus is ``index`` (built here when absent)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_odmds_summaries import pick
+    from odsum_story import load
+
+    docs, queries = load(root)
+    if not Path(index).exists():
+        from citegraph.corpus import build_index
+
+        t0 = time.perf_counter()
+        print(build_index(docs, index).summary(), f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+    return [Item(id=q.id, question=q.question, documents=[], raw={"question": q.question, "references": q.references},
+                 inputs={"corpus": index}) for q in pick(queries, limit)]
+
+
+def top10(question: str, index: str) -> list[Document]:
+    from citegraph.corpus import open_corpus
+    from citegraph.nodes.squai.retrieval import candidates_for
+    from citegraph.state.squai import RagContext
+
+    ctx = RagContext()
+    return [c.document for c in candidates_for(open_corpus(index), 0, question, k=10, mode=ctx.retrieval_mode,
+                                               alpha=ctx.retrieval_alpha, candidate_factor=ctx.candidate_factor)]
+
+
+def generate(label: str, method: str, over: dict, items, llm: str, out: Path, verifier: str,
+             index: str = "") -> dict[str, dict]:
     path = out / slug(label) / "answers.jsonl"
     done = read_journal(path)
     todo = [it for it in items if it.id not in done]
     if todo:
         graph = build_graph(method)
+        has_corpus = any(f.name == "corpus" for f in dataclasses.fields(context_class(method)))
+        if index and has_corpus:
+            over = {**over, "corpus": index}
         ctx = make_context(method, llm=llm, verifier=verifier, **over)
         for n, it in enumerate(todo, 1):
+            if index and not has_corpus and not it.documents:
+                it = Item(id=it.id, question=it.question, documents=top10(it.question, index), raw=it.raw)
             t0 = time.perf_counter()
             ans, usage = answer_item(graph, it, ctx)
             row = {"id": it.id, "answer": ans.model_dump(mode="json"), "usage": usage,
@@ -129,8 +184,41 @@ def records(items, answers: dict[str, dict]) -> list[dict]:
         if it.id not in answers:
             continue
         ans = AttributedAnswer.model_validate(answers[it.id]["answer"])
-        recs.append(make_record(it, ans, {}))
+        rec = make_record(it, ans, {})
+        if not it.documents:  # retrieved from an index: scored on the answer's own documents
+            rec["docs"] = [d.model_dump(mode="json") for d in ans.documents]
+        recs.append(rec)
     return recs
+
+
+def deepeval_rows(items, answers: dict[str, dict], judge: str, path: Path) -> list[dict]:
+    """DeepEval-style scores per item (journalled: a re-run scores only what is new)."""
+    from citegraph.eval.deepeval_metrics import context_texts, deepeval_scores
+    done = read_journal(path)
+    cache: dict = {}
+    for it in items:
+        if it.id in done or it.id not in answers:
+            continue
+        ans = AttributedAnswer.model_validate(answers[it.id]["answer"])
+        t0 = time.perf_counter()
+        sc = deepeval_scores(it.question, ans.text, context_texts(ans.documents), judge,
+                             context_cache=cache)
+        row = {"id": it.id, **{k: v for k, v in sc.as_dict().items() if k != "details"},
+               "seconds": round(time.perf_counter() - t0, 2), "commit": commit()}
+        append(path, row)
+        done[it.id] = row
+    return [done[it.id] for it in items if it.id in done]
+
+
+def _ci(values: list[float], n: int = 1000, seed: int = 0) -> tuple[float, float] | None:
+    """95% bootstrap interval of a mean."""
+    import random
+
+    if len(values) < 2:
+        return None
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choices(values, k=len(values))) / len(values) for _ in range(n))
+    return means[int(0.025 * n)], means[int(0.975 * n) - 1]
 
 
 def fmt(mean, ci, digits=1) -> str:
@@ -152,16 +240,27 @@ def main() -> int:
     ap.add_argument("--report-only", action="store_true", help="print the tables from the journals; run nothing new")
     ap.add_argument("--no-generate", action="store_true", help="score only the items already generated")
     ap.add_argument("--modes", default=",".join(MODES), help="attribution modes to report (off,repair,strict)")
+    ap.add_argument("--index", default="", help="SQuAI's questions: the index the methods retrieve from")
+    ap.add_argument("--deepeval", action="store_true", help="add the DeepEval-style mean (judge: --llm)")
+    ap.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="Context knobs for every method")
     a = ap.parse_args()
     out = Path(a.out)
-    items = load_items(a.data, limit=a.limit)
+    odsum = Path(a.data).is_dir()
+    squai = not odsum and "goldens" in Path(a.data).read_text(encoding="utf-8")[:2000]
+    if (squai or odsum) and not a.index:
+        ap.error("these questions have no documents: pass --index")
+    if odsum:
+        items = load_odsum(a.data, a.limit, a.index)
+    else:
+        items = load_squai(a.data, a.limit) if squai else load_items(a.data, limit=a.limit)
+    knobs = {k: CliText(v) for k, _, v in (kv.partition("=") for kv in a.set)}
     score_vs = [s for s in a.score_verifiers.split(",") if s]
     rows = []
     for label, method, over in variants([m for m in a.methods.split(",") if m], [f for f in a.formats.split(",") if f]):
         if a.report_only or a.no_generate:
             gen = read_journal(out / slug(label) / "answers.jsonl")
         else:
-            gen = generate(label, method, over, items, a.llm, out, a.stage_verifier)
+            gen = generate(label, method, {**knobs, **over}, items, a.llm, out, a.stage_verifier, "" if odsum else a.index)
         gen = {it.id: gen[it.id] for it in items if it.id in gen}  # the first --limit items only
         if not gen:
             continue
@@ -198,6 +297,29 @@ def main() -> int:
                                                  "seconds": round(time.perf_counter() - t0, 1)}))
                 summ, ci = summarize(per), bootstrap(per)
                 row[f"v{k}"] = {key: (summ.get(key), ci.get(key)) for key in summ}
+            if odsum:
+                from citegraph.metrics import rouge_lsum
+                from citegraph.metrics import remove_citations
+                from rouge_score import rouge_scorer
+
+                r2s = rouge_scorer.RougeScorer(["rouge2"], use_stemmer=True)
+                r2, rl = [], []
+                for it in mine:
+                    text = AttributedAnswer.model_validate(answers[it.id]["answer"]).render()
+                    refs = [x for x in it.raw["references"] if x.strip()]
+                    r2.append(100 * max(r2s.score(x, remove_citations(text))["rouge2"].fmeasure for x in refs))
+                    rl.append(100 * rouge_lsum(text, refs))
+                row["rouge"] = ((sum(r2) / len(r2), _ci(r2)), (sum(rl) / len(rl), _ci(rl)))
+            if a.deepeval:
+                src = "off" if mode == "repair" else mode  # repair changes neither text nor documents
+                jpath = out / slug(label) / slug(a.stage_verifier) / f"deepeval_{src}_{slug(a.llm)}.jsonl"
+                if src == "off":
+                    jpath = out / slug(label) / f"deepeval_off_{slug(a.llm)}.jsonl"
+                de = read_journal(jpath) if a.report_only else {r["id"]: r for r in deepeval_rows(mine, answers, a.llm, jpath)}
+                means = [de[i]["mean"] for i in ids if i in de and de[i].get("mean") is not None]
+                if len(means) == len(ids):
+                    row["deepeval"] = (sum(means) / len(means), _ci(means))
+                    row["deepeval_s"] = sum(de[i]["seconds"] for i in ids) / len(ids)
             rows.append(row)
     print(f"\n# bench_attribution · data {a.data} (first {a.limit}) · llm {a.llm} · stage verifier "
           f"{a.stage_verifier} · commit {commit()}")
@@ -206,7 +328,7 @@ def main() -> int:
     head = ["method", "attribution", "n", "cited %", "flagged %", "cited|flagged %"]
     for sv in score_vs:
         head += [f"cit. R ({sv})", f"cit. P ({sv})", f"cit. F1 ({sv})"]
-    head += ["STR-EM / claims", "words", "LLM calls", "gen s/q", "stage s/q"]
+    head += ["STR-EM / claims / ROUGE"] + (["DeepEval mean (s/answer)"] if a.deepeval else []) + ["words", "LLM calls", "gen s/q", "stage s/q"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
@@ -225,7 +347,14 @@ def main() -> int:
             src = r.get(f"v{k}", {})
             cells += [g("citation_rec", src), g("citation_prec", src), g("citation_f1", src)]
         corr = g("str_em") if "str_em" in v0 else g("claims_nli")
-        cells += [corr, g("length", digits=0), f"{r['llm_calls']:.1f}", f"{r['gen_s']:.1f}",
+        if "rouge" in r:
+            (m2, c2), (ml, cl) = r["rouge"]
+            corr = f"R-2 {fmt(m2, c2)} / R-Lsum {fmt(ml, cl)}"
+        cells += [corr]
+        if a.deepeval:
+            m, ci = r.get("deepeval", (None, None))
+            cells += [fmt(m, ci, 3) + (f" ({r['deepeval_s']:.0f} s)" if m is not None else "")]
+        cells += [g("length", digits=0), f"{r['llm_calls']:.1f}", f"{r['gen_s']:.1f}",
                   "–" if r["stage_s"] is None else f"{r['stage_s']:.2f}"]
         print("| " + " | ".join(cells) + " |")
     return 0
