@@ -325,7 +325,7 @@ def main() -> int:
           f"{a.stage_verifier} · commit {commit()}")
     print("Scores: mean [95% bootstrap CI]. v0/v1 = " + " / ".join(score_vs)
           + f" (a score by {a.stage_verifier} of repair/strict rows is partly by construction).\n")
-    head = ["method", "attribution", "n", "cited %", "flagged %", "cited|flagged %"]
+    head = ["method", "attribution", "n", "cited %", "flagged %", "cited or flagged %"]
     for sv in score_vs:
         head += [f"cit. R ({sv})", f"cit. P ({sv})", f"cit. F1 ({sv})"]
     head += ["STR-EM / claims / ROUGE"] + (["DeepEval mean (s/answer)"] if a.deepeval else []) + ["words", "LLM calls", "gen s/q", "stage s/q"]
