@@ -53,7 +53,7 @@ from citegraph.graphs.registry import build_graph, context_class, make_context  
 from citegraph.nodes.attribution import attribute_answer  # noqa: E402
 from citegraph.run.datasets import Item, load_items  # noqa: E402
 from citegraph.run.runner import answer_item, make_record  # noqa: E402
-from citegraph.state import AttributedAnswer, Document  # noqa: E402
+from citegraph.state import AttributedAnswer  # noqa: E402
 from citegraph.state.base import CliText  # noqa: E402
 from citegraph.tools.verifier import get_verifier  # noqa: E402
 
@@ -105,15 +105,16 @@ def variants(methods: list[str], formats: list[str]) -> list[tuple[str, str, dic
 
 
 def load_squai(path: str, limit: int) -> list[Item]:
-    """SQuAI's unarXive questions (``goldens``) as items without documents: the index provides them."""
-    goldens = json.loads(Path(path).read_text(encoding="utf-8"))["goldens"][:limit]
-    return [Item(id=f"q{i}", question=g["input"], documents=[], raw={"question": g["input"]})
-            for i, g in enumerate(goldens)]
+    """SQuAI's unarXive questions (``goldens``) as items without documents: the index provides them
+    (ids ``q<i>``, as ``bench_squai.py`` names them)."""
+    from bench_squai import load
+
+    questions, _ = load(Path(path), limit, 0)
+    return [Item(id=qid, question=q, documents=[], raw={"question": q}) for qid, q in questions]
 
 
 def load_odsum(root: str, limit: int, index: str) -> list[Item]:
     """ODSum-Story dev queries (one per story) whose corpus is ``index`` (built here when absent)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_odmds_summaries import pick
     from odsum_story import load
 
@@ -125,16 +126,6 @@ def load_odsum(root: str, limit: int, index: str) -> list[Item]:
         print(build_index(docs, index).summary(), f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     return [Item(id=q.id, question=q.question, documents=[], raw={"question": q.question, "references": q.references},
                  inputs={"corpus": index}) for q in pick(queries, limit)]
-
-
-def top10(question: str, index: str) -> list[Document]:
-    from citegraph.corpus import open_corpus
-    from citegraph.nodes.squai.retrieval import candidates_for
-    from citegraph.state.squai import RagContext
-
-    ctx = RagContext()
-    return [c.document for c in candidates_for(open_corpus(index), 0, question, k=10, mode=ctx.retrieval_mode,
-                                               alpha=ctx.retrieval_alpha, candidate_factor=ctx.candidate_factor)]
 
 
 def generate(label: str, method: str, over: dict, items, llm: str, out: Path, verifier: str,
@@ -149,8 +140,10 @@ def generate(label: str, method: str, over: dict, items, llm: str, out: Path, ve
             over = {**over, "corpus": index}
         ctx = make_context(method, llm=llm, verifier=verifier, **over)
         for n, it in enumerate(todo, 1):
-            if index and not has_corpus and not it.documents:
-                it = Item(id=it.id, question=it.question, documents=top10(it.question, index), raw=it.raw)
+            if index and not has_corpus and not it.documents:  # VANILLA: the hybrid top 10, as bench_squai.py
+                from bench_squai import top10
+
+                it = Item(id=it.id, question=it.question, documents=top10(it.question, [], index), raw=it.raw)
             t0 = time.perf_counter()
             ans, usage = answer_item(graph, it, ctx)
             row = {"id": it.id, "answer": ans.model_dump(mode="json"), "usage": usage,
@@ -210,15 +203,9 @@ def deepeval_rows(items, answers: dict[str, dict], judge: str, path: Path) -> li
     return [done[it.id] for it in items if it.id in done]
 
 
-def _ci(values: list[float], n: int = 1000, seed: int = 0) -> tuple[float, float] | None:
-    """95% bootstrap interval of a mean."""
-    import random
-
-    if len(values) < 2:
-        return None
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(values, k=len(values))) / len(values) for _ in range(n))
-    return means[int(0.025 * n)], means[int(0.975 * n) - 1]
+def _ci(values: list[float]) -> tuple[float, float] | None:
+    """95% bootstrap interval of a mean (the evaluator's bootstrap)."""
+    return bootstrap([{"v": x} for x in values]).get("v") if len(values) > 1 else None
 
 
 def fmt(mean, ci, digits=1) -> str:
@@ -298,23 +285,18 @@ def main() -> int:
                 summ, ci = summarize(per), bootstrap(per)
                 row[f"v{k}"] = {key: (summ.get(key), ci.get(key)) for key in summ}
             if odsum:
-                from citegraph.metrics import rouge_lsum
-                from citegraph.metrics import remove_citations
-                from rouge_score import rouge_scorer
+                from bench_odmds_summaries import rouge2
 
-                r2s = rouge_scorer.RougeScorer(["rouge2"], use_stemmer=True)
-                r2, rl = [], []
-                for it in mine:
-                    text = AttributedAnswer.model_validate(answers[it.id]["answer"]).render()
-                    refs = [x for x in it.raw["references"] if x.strip()]
-                    r2.append(100 * max(r2s.score(x, remove_citations(text))["rouge2"].fmeasure for x in refs))
-                    rl.append(100 * rouge_lsum(text, refs))
+                from citegraph.metrics import rouge_lsum
+
+                texts = [(AttributedAnswer.model_validate(answers[it.id]["answer"]).render(), it.raw["references"]) for it in mine]
+                r2 = [100 * rouge2(t, refs) for t, refs in texts]
+                rl = [100 * rouge_lsum(t, refs) for t, refs in texts]
                 row["rouge"] = ((sum(r2) / len(r2), _ci(r2)), (sum(rl) / len(rl), _ci(rl)))
             if a.deepeval:
-                src = "off" if mode == "repair" else mode  # repair changes neither text nor documents
-                jpath = out / slug(label) / slug(a.stage_verifier) / f"deepeval_{src}_{slug(a.llm)}.jsonl"
-                if src == "off":
-                    jpath = out / slug(label) / f"deepeval_off_{slug(a.llm)}.jsonl"
+                # repair changes neither text nor documents: its scores are off's; off's need no stage verifier
+                jpath = (out / slug(label) / f"deepeval_off_{slug(a.llm)}.jsonl" if mode in ("off", "repair") else
+                         out / slug(label) / slug(a.stage_verifier) / f"deepeval_{mode}_{slug(a.llm)}.jsonl")
                 de = read_journal(jpath) if a.report_only else {r["id"]: r for r in deepeval_rows(mine, answers, a.llm, jpath)}
                 means = [de[i]["mean"] for i in ids if i in de and de[i].get("mean") is not None]
                 if len(means) == len(ids):
