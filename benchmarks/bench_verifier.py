@@ -50,6 +50,9 @@ def parse_args(argv=None):
     ap.add_argument("--repeat-share", type=float, default=0.25, help="share of repeated pairs in the throughput set")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default=None, help="cpu, cuda or auto (the verifier's own default: auto, bf16 on CUDA)")
+    ap.add_argument("--batch-sizes", default="", help="comma-separated batch sizes for extra throughput rows, e.g. 32,128,512")
+    ap.add_argument("--scores-out", default=None, help="write the held-out scores (one per pair, in split order) to this JSON file")
     ap.add_argument("--skip-accuracy", action="store_true")
     ap.add_argument("--skip-throughput", action="store_true")
     return ap.parse_args(argv)
@@ -117,6 +120,8 @@ def load_verifier(args):
     kw = {} if args.quantize == "shipped" or args.verifier.startswith("llm-judge") else {"quantize": args.quantize}
     if args.max_windows is not None and not args.verifier.startswith("llm-judge"):
         kw["max_windows"] = args.max_windows
+    if args.device and not args.verifier.startswith("llm-judge"):
+        kw["device"] = args.device
     ver = get_verifier(args.verifier, **kw)
     print(f"verifier {args.verifier}: max_length {getattr(ver, 'max_length', '-')}, "
           f"max_windows {getattr(ver, 'max_windows', '-')}, int8 {getattr(ver, 'quantized', False)}, "
@@ -175,6 +180,8 @@ def accuracy(args, data: Path):
             pps = float("nan")
         else:
             s, pps = timed_score(ver, pairs)
+            if name.startswith("held-out") and args.scores_out:
+                Path(args.scores_out).write_text(json.dumps({"device": str(ver.device), "dtype": str(ver.dtype), "scores": s}))
             if name.startswith("ExpertQA"):
                 eqa_scores = dict(zip(pairs, s))
         b, a = metrics(y, s)
@@ -280,6 +287,18 @@ def throughput(args, data: Path):
         ("batched + length-sorted + cached", len(pairs), scored, batches, f"{bpps:.1f}"),
     ])
     print(f"speed-up: {bpps / loop_pps:.1f}x  (cache hits {hits}; scores within 1e-3 of the loop: {agree}/{len(pairs)})")
+    sizes = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
+    if sizes:  # unique pairs, no cache: what one batch size buys on this device
+        rows, shipped = [], ver.batch_size
+        uniq = list(dict.fromkeys(pairs))
+        for b in sizes:
+            ver.batch_size = b
+            ver.score(uniq[:b])  # warm-up at this shape
+            _, pps = timed_score(ver, uniq)
+            rows.append((b, len(uniq), f"{pps:.1f}", f"{pps / loop_pps:.1f}x"))
+        ver.batch_size = shipped
+        print(f"\nBatch size on {ver.device} ({len(uniq)} unique pairs, cache cleared; ratio to the one-pair loop)")
+        print_table(["batch size", "pairs", "pairs/s", "vs one pair per call"], rows)
 
 
 def main(argv=None) -> int:

@@ -60,7 +60,9 @@ def parse_args(argv=None):
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--warmup", type=float, default=0.06)
-    ap.add_argument("--bf16", action="store_true", help="bf16 autocast on CPU (AMX) for training")
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast for training (CPU: AMX; on CUDA always on)")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or auto (cuda when one is visible); evaluation "
+                    "runs in fp32 on the same device")
     ap.add_argument("--max-steps", type=int, default=0, help="stop after N steps (0 = full schedule)")
     ap.add_argument("--time-budget", type=float, default=0, help="stop training after N minutes (0 = none)")
     ap.add_argument("--train-embeddings", action="store_true", help="also fine-tune the word embeddings (frozen by default)")
@@ -227,17 +229,17 @@ def length_grouped_batches(n_items: int, lengths: list[int], batch: int, rng: ra
     return batches
 
 
-def evaluate(model, tok, data, max_len, batch=64, bf16=False):
+def evaluate(model, tok, data, max_len, batch=64, bf16=False, device="cpu"):
     import torch
 
     order = sorted(range(len(data)), key=lambda i: len(data[i][0]) + len(data[i][1]))
     probs = [0.0] * len(data)
     model.eval()
-    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+    with torch.inference_mode(), torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
         for s in range(0, len(order), batch):
             ids = order[s: s + batch]
             enc = tok([data[i][0] for i in ids], [data[i][1] for i in ids], truncation=True,
-                      max_length=max_len, padding=True, return_tensors="pt")
+                      max_length=max_len, padding=True, return_tensors="pt").to(device)
             p = torch.softmax(model(**enc).logits.float(), -1)[:, 1].tolist()
             for i, v in zip(ids, p):
                 probs[i] = v
@@ -268,6 +270,13 @@ def main(argv=None) -> int:
     from transformers import AutoTokenizer, BertForSequenceClassification, get_linear_schedule_with_warmup
 
     torch.set_num_threads(args.threads)
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        print(f"--device {device}: no CUDA device is visible", file=sys.stderr)
+        return 2
+    bf16 = args.bf16 or device.startswith("cuda")
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -327,6 +336,7 @@ def main(argv=None) -> int:
     )
     if not args.train_embeddings:
         model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    model.to(device)
     model.train()
 
     t_prep = time.perf_counter()
@@ -340,7 +350,7 @@ def main(argv=None) -> int:
     n_pos = sum(y for *_, y in train)
     n_neg = len(train) - n_pos
     # class-balanced loss: the held-out metric is balanced accuracy
-    weight = torch.tensor([len(train) / (2 * n_neg), len(train) / (2 * n_pos)], dtype=torch.float32)
+    weight = torch.tensor([len(train) / (2 * n_neg), len(train) / (2 * n_pos)], dtype=torch.float32, device=device)
     loss_fn = torch.nn.CrossEntropyLoss(weight=weight)
 
     steps_per_epoch = math.ceil(len(train) / args.batch)
@@ -350,7 +360,7 @@ def main(argv=None) -> int:
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.01)
     sched = get_linear_schedule_with_warmup(opt, int(args.warmup * total_steps), total_steps)
     print(f"training: {len(train)} pairs, batch {args.batch}, max_len {args.max_len}, {total_steps} steps, "
-          f"lr {args.lr}, bf16 autocast {args.bf16}, seed {args.seed}, shuffle seed {shuffle_seed}, base {base}")
+          f"lr {args.lr}, device {device}, bf16 autocast {bf16}, seed {args.seed}, shuffle seed {shuffle_seed}, base {base}")
 
     t0 = time.perf_counter()
     step, stopped_early, run_loss = 0, False, 0.0
@@ -358,9 +368,9 @@ def main(argv=None) -> int:
     while step < total_steps:
         for b in length_grouped_batches(len(train), lengths, args.batch, rng):
             enc = tok([train[i][0] for i in b], [train[i][1] for i in b], truncation=True,
-                      max_length=args.max_len, padding=True, return_tensors="pt")
-            y = torch.tensor([train[i][2] for i in b])
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+                      max_length=args.max_len, padding=True, return_tensors="pt").to(device)
+            y = torch.tensor([train[i][2] for i in b], device=device)
+            with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
                 logits = model(**enc).logits
             loss = loss_fn(logits.float(), y)
             loss.backward()
@@ -388,7 +398,7 @@ def main(argv=None) -> int:
 
     # ---- held-out evaluation (fp32, the shipped inference setting) -----------------------------
     t1 = time.perf_counter()
-    probs = evaluate(model, tok, val, args.max_len)
+    probs = evaluate(model, tok, val, args.max_len, device=device)
     ev_s = time.perf_counter() - t1
     y_val = [v[2] for v in val]
     m = metrics(y_val, probs)
@@ -409,7 +419,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model.eval()
-    model.half()
+    model.cpu().half()
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
     earlier = Path(base) / "training_info.json"
@@ -423,6 +433,7 @@ def main(argv=None) -> int:
         "train_seconds": round(train_seconds, 1),
         "heldout_metrics_fp32_best_window": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()},
         "torch_threads": args.threads,
+        "device": device if not device.startswith("cuda") else torch.cuda.get_device_name(),
     }
     (out / "training_info.json").write_text(json.dumps(training_info, indent=2) + "\n")
     # what get_verifier("default") reads: the sequence length the model was trained at; one window
