@@ -17,6 +17,15 @@ from citegraph.tools.models.calls import _invoke
 from citegraph.tools.models.registry import get_chat_model
 
 
+_JUDGE_METHODS = ("yes_probability", "yes_no_log_odds")
+
+
+def _judges_in_process(model: Any) -> bool:
+    """Whether ``model`` evaluates Yes/No judgements itself, in this process (llama.cpp with
+    ``<method>_counted``, the scripted test model with ``<method>``), rather than behind an endpoint."""
+    return any(hasattr(model, m) or hasattr(model, f"{m}_counted") for m in _JUDGE_METHODS)
+
+
 def _in_process_judgement(model: Any, msgs: list[BaseMessage], method: str) -> float | None:
     """A Yes/No judgement (``method``: ``yes_probability`` or ``yes_no_log_odds``) by a model that
     evaluates it in this process -- one with ``<method>_counted`` (llama.cpp: its prompt tokens
@@ -121,8 +130,7 @@ def judge_workers(spec: str) -> int:
     the one before left in the KV cache), the slots of a managed llama-server, else
     ``$CITEGRAPH_JUDGE_WORKERS`` (default :data:`JUDGE_WORKERS`)."""
     model = get_chat_model(spec)
-    if any(hasattr(model, m) for m in ("yes_probability", "yes_no_log_odds",
-                                       "yes_probability_counted", "yes_no_log_odds_counted")):
+    if _judges_in_process(model):
         return 1
     slots = getattr(model, "slots", None)
     if isinstance(slots, int) and slots > 0:
