@@ -35,13 +35,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import re
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from citegraph.eval.scoring import bootstrap, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 ASQA = ROOT.parent / "shared" / "data" / "alce" / "asqa_dev60.json"
@@ -68,19 +69,20 @@ def jobs(before: Path, after: Path, out: Path) -> list[dict]:
     for side, label, emb in (("before", "minilm", "minilm"), ("after", "minilm", "minilm"), ("after", "minilm-int8", "minilm-int8")):
         idx = out / side / f"index-{label}"
         extra = ["--embedder", emb] if side == "after" else []
-        add("index", side, label, [*cli, "index", "build", "--corpus", corpus, "--index", idx, *extra], index=str(idx))
+        add("index", side, label, [*cli, "index", "build", "--corpus", corpus, "--index", idx, *extra])
+
     def bench(method, side, llm, n=1, kind=None):
         folder = out / side / f"{method}@{llm.replace(':', '_')}@c{n}"
         add(kind or method, side, f"{llm} c{n}", [*cli, "bench", "--methods", method, "--data", ASQA, "--limit", LIMIT,
                                                   "--llm", llm, "--out", folder, "--concurrency", n],
-            slots=n, folder=str(folder), method=method, llm=llm, concurrency=n)
+            slots=n, folder=str(folder), method=method)
 
     def squai(side, llm, kind):
         folder = out / side / f"squai@{llm.replace(':', '_')}"
         extra = ["--attribution", "repair"] if side == "after" else []
         argv = [py, "benchmarks/bench_squai.py", "--methods", "squai", "--limit", LIMIT, "--index", out / side / "index-minilm",
                 "--llm", llm, "--out", folder, *extra] + (["--no-score"] if kind == "squai" else [])
-        add(kind, side, llm, argv, folder=str(folder), llm=llm)
+        add(kind, side, llm, argv, folder=str(folder))
 
     for side, llm in (("before", "local"), ("after", "local"), ("after", "server:local")):
         bench("vanilla", side, llm)
@@ -138,20 +140,19 @@ def run_jobs(args) -> int:
 
 # -- report ---------------------------------------------------------------------------------------
 
-def _boot(xs: list[float], n: int = 2000) -> tuple[float, float]:
-    if len(xs) < 2:
-        return (xs[0], xs[0]) if xs else (float("nan"), float("nan"))
-    rng = random.Random(0)
-    means = sorted(statistics.fmean(rng.choices(xs, k=len(xs))) for _ in range(n))
-    return means[int(0.025 * n)], means[int(0.975 * n) - 1]
-
-
-def _fmt(xs: list[float], digits: int = 1) -> str:
+def _fmt(xs, digits: int = 1) -> str:
+    """Mean [95% bootstrap interval] of the values present, by the evaluator's ``bootstrap``."""
     xs = [x for x in xs if x is not None]
     if not xs:
         return "–"
-    lo, hi = _boot(xs)
-    return f"{statistics.fmean(xs):.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+    return _fmt_summary({"v": statistics.fmean(xs)}, bootstrap([{"v": x} for x in xs]), "v", digits)
+
+
+def _fmt_summary(summary: dict, ci: dict, key: str, digits: int = 1) -> str:
+    if summary.get(key) is None:
+        return "–"
+    lo, hi = ci.get(key, (summary[key], summary[key]))
+    return f"{summary[key]:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 def _mean(xs) -> str:
@@ -159,21 +160,23 @@ def _mean(xs) -> str:
     return f"{statistics.fmean(xs):,.0f}" if xs else "–"
 
 
-def _bench_rows(job: dict) -> dict:
-    folder = Path(job["folder"])
-    m = job["method"]
+def _bench_run(job: dict) -> dict:
+    """A ``citegraph bench`` job's items: usage per item, and its per-item scores summarised as the
+    evaluator summarises them (citation F1 from mean recall and precision, ALCE's corpus-level F1)."""
+    folder, m = Path(job["folder"]), job["method"]
     recs = json.loads((folder / "raw" / f"{m}.json").read_text()).get("data", [])
-    scores = {s["id"]: s for s in json.loads((folder / "raw" / f"{m}.score.json").read_text()).get("items", [])}
-    use = [r["citegraph"]["usage"] for r in recs]
-    ids = [r["citegraph"]["item_id"] for r in recs]
-    return {"n": len(recs), "seconds": [u["seconds"] for u in use], "calls": [u.get("llm_calls") for u in use],
-            "prompt": [u.get("prompt_tokens") for u in use], "cached": [u.get("cached_tokens") for u in use],
-            "completion": [u.get("completion_tokens") for u in use],
-            "f1": [scores.get(i, {}).get("citation_f1") for i in ids], "str_em": [scores.get(i, {}).get("str_em") for i in ids]}
+    ids = {r["citegraph"]["item_id"] for r in recs}
+    items = [s for s in json.loads((folder / "raw" / f"{m}.score.json").read_text()).get("items", []) if s["id"] in ids]
+    return {"n": len(recs), "usage": [r["citegraph"]["usage"] for r in recs], "summary": summarize(items),
+            "ci": bootstrap(items), "per_hour": 3600 * len(recs) / job["wall_s"]}
 
 
 def _jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
+def _col(rows: list[dict], key: str) -> list:
+    return [r.get(key) for r in rows]
 
 
 def report(args) -> int:
@@ -182,7 +185,6 @@ def report(args) -> int:
     if not done:
         print(f"error: no finished jobs under {out}/done", file=sys.stderr)
         return 2
-    by = {(d["kind"], d["side"], d["label"]): d for d in done}
     order = {j: i for i, j in enumerate(("index", "vanilla", "ginger", "raac", "squai", "deepeval", "concurrency"))}
     done.sort(key=lambda d: (order.get(d["kind"], 99), d["side"] != "before", d["label"]))
     print(f"# before/after (#35): before = {BEFORE_COMMIT}; rows name the commit that ran them\n")
@@ -191,52 +193,42 @@ def report(args) -> int:
     if idx:
         print("| index build | commit | embedder | chunks | wall s | chunks/s |\n|---|---|---|---:|---:|---:|")
         for d in idx:
-            text = Path(d["log"]).read_text()
-            m = re.findall(r"index holds (\d+) chunks", text)
+            m = re.findall(r"index holds (\d+) chunks", Path(d["log"]).read_text())
             chunks = int(m[-1]) if m else 0
             print(f"| {d['side']} | {d['commit']} | {d['label']} | {chunks:,} | {d['wall_s']:.0f} | {chunks / d['wall_s']:.1f} |")
         print()
 
-    rows = {}
-    bench = [d for d in done if d["kind"] in ("vanilla", "ginger", "raac", "concurrency")]
-    if bench:
+    seconds: dict[tuple, list] = {}  # (kind or method, side, label) -> seconds per item, for the ratios
+    runs = {(d["method"], d["side"], d["label"]): (d, _bench_run(d)) for d in done if "method" in d}
+    if runs:
         print("| method | side | commit | model, items in flight | n | s/question | items/hour (wall, scoring incl.) | LLM calls | "
               "prompt tok | cached | completion tok | citation F1 (default) | STR-EM |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for d in bench:
-            r = _bench_rows(d)
-            rows[(d["method"], d["side"], d["label"])] = r
-            print(f"| {d['method']} | {d['side']} | {d['commit']} | {d['label']} | {r['n']} | {_fmt(r['seconds'])} | "
-                  f"{3600 * r['n'] / d['wall_s']:.0f} | {_mean(r['calls'])} | {_mean(r['prompt'])} | {_mean(r['cached'])} | "
-                  f"{_mean(r['completion'])} | {_fmt(r['f1'])} | {_fmt(r['str_em'])} |")
+        for key, (d, r) in runs.items():
+            use = r["usage"]
+            seconds[key] = _col(use, "seconds")
+            print(f"| {d['method']} | {d['side']} | {d['commit']} | {d['label']} | {r['n']} | {_fmt(seconds[key])} | "
+                  f"{r['per_hour']:.0f} | {_mean(_col(use, 'llm_calls'))} | {_mean(_col(use, 'prompt_tokens'))} | "
+                  f"{_mean(_col(use, 'cached_tokens'))} | {_mean(_col(use, 'completion_tokens'))} | "
+                  f"{_fmt_summary(r['summary'], r['ci'], 'citation_f1')} | {_fmt_summary(r['summary'], r['ci'], 'str_em')} |")
         print()
 
+    scored = {(d["side"], d["label"]): d for d in done if d["kind"] == "deepeval"}
     sq = [d for d in done if d["kind"] == "squai"]
     if sq:
-        print("| SQuAI (Simple, 5) | commit | model | n | s/question | LLM calls | prompt tok | cached | completion tok |\n"
-              "|---|---|---|---:|---:|---:|---:|---:|---:|")
+        print("| SQuAI (Simple, 5) | commit | model | n | s/question | LLM calls | prompt tok | cached | completion tok | "
+              "DeepEval-style scoring s/answer | mean of the three metrics |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for d in sq:
-            ans = [r for r in _jsonl(Path(d["folder"]) / "answers.jsonl") if r.get("method", "squai") == "squai"]
-            use = [r.get("usage", {}) for r in ans]
-            rows[("squai", d["side"], d["label"])] = {"seconds": [u.get("seconds") for u in use]}
-            print(f"| {d['side']} | {d['commit']} | {d['label']} | {len(ans)} | {_fmt([u.get('seconds') for u in use])} | "
-                  f"{_mean([u.get('llm_calls') for u in use])} | {_mean([u.get('prompt_tokens') for u in use])} | "
-                  f"{_mean([u.get('cached_tokens') for u in use])} | {_mean([u.get('completion_tokens') for u in use])} |")
-        print()
-
-    de = [d for d in done if d["kind"] == "deepeval"]
-    if de:
-        print("| DeepEval-style scoring | commit | judge | n | scoring s/answer | mean of the three metrics |\n"
-              "|---|---|---|---:|---:|---:|")
-        for d in de:
-            sc = [r for r in _jsonl(Path(d["folder"]) / "scores.jsonl") if r.get("method", "squai") == "squai"]
-            rows[("deepeval", d["side"], d["label"])] = {"seconds": [r.get("score_seconds") for r in sc]}
-            print(f"| {d['side']} | {d['commit']} | {d['label']} | {len(sc)} | {_fmt([r.get('score_seconds') for r in sc])} | "
-                  f"{_fmt([r.get('mean') for r in sc], 3)} |")
+            use = [r["usage"] for r in _jsonl(Path(d["folder"]) / "answers.jsonl")]
+            seconds[("squai", d["side"], d["label"])] = _col(use, "seconds")
+            sc = _jsonl(Path(d["folder"]) / "scores.jsonl") if (d["side"], d["label"]) in scored else []
+            seconds[("deepeval", d["side"], d["label"])] = _col(sc, "score_seconds")
+            print(f"| {d['side']} | {d['commit']} | {d['label']} | {len(use)} | {_fmt(_col(use, 'seconds'))} | "
+                  f"{_mean(_col(use, 'llm_calls'))} | {_mean(_col(use, 'prompt_tokens'))} | {_mean(_col(use, 'cached_tokens'))} | "
+                  f"{_mean(_col(use, 'completion_tokens'))} | {_fmt(_col(sc, 'score_seconds'))} | {_fmt(_col(sc, 'mean'), 3)} |")
         print()
 
     def mean_s(key):
-        r = rows.get(key)
-        xs = [x for x in (r or {}).get("seconds", []) if x is not None]
+        xs = [x for x in seconds.get(key, []) if x is not None]
         return statistics.fmean(xs) if xs else None
 
     print("Ratios (this run's rows):")
@@ -252,13 +244,12 @@ def report(args) -> int:
     ):
         a, b = mean_s(num), mean_s(den)
         print(f"- {text}: " + (f"{a / b:.2f}x ({a:.1f} s / {b:.1f} s)" if a and b else "not measured"))
-    ih = {(d["method"], d["side"], d["label"]): 3600 * _bench_rows(d)["n"] / d["wall_s"] for d in bench}
     for method in ("vanilla", "ginger", "raac"):
-        base = ih.get((method, "before", "local c1"))
-        best = max(((v, k) for k, v in ih.items() if k[0] == method and k[1] == "after"), default=None)
+        base = runs.get((method, "before", "local c1"))
+        best = max(((r["per_hour"], k) for k, (_, r) in runs.items() if k[0] == method and k[1] == "after"), default=None)
         if base and best:
-            print(f"- {method} items/hour, best after ({best[1][2]}) / before at concurrency 1: {best[0] / base:.2f}x "
-                  f"({best[0]:.0f} / {base:.0f})")
+            print(f"- {method} items/hour, best after ({best[1][2]}) / before at concurrency 1: {best[0] / base[1]['per_hour']:.2f}x "
+                  f"({best[0]:.0f} / {base[1]['per_hour']:.0f})")
     return 0
 
 
