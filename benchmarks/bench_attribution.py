@@ -18,7 +18,8 @@ rows add ROUGE-2 / ROUGE-Lsum F1 (best of the 4 references). SQuAI's unarXive qu
 gets the hybrid top 10; such rows are scored on each answer's own documents. ``--deepeval`` adds the
 DeepEval-style mean (answer relevancy, faithfulness, contextual relevancy; the ``--llm`` model as judge)
 of the ``off`` and ``strict`` answers; ``repair`` changes no text and no documents, so its DeepEval
-scores are ``off``'s (printed as such).
+scores are ``off``'s (printed as such), as are those of a ``strict`` answer that dropped no sentence
+(its journal row says ``same_as``).
 
 Journals (resumable, one line per item): ``<out>/<label>/answers.jsonl`` (the generated answer, its
 usage, the commit) and ``<out>/<label>/<stage verifier>/<mode>.jsonl`` (the post-pass answer and the
@@ -184,18 +185,33 @@ def records(items, answers: dict[str, dict]) -> list[dict]:
     return recs
 
 
-def deepeval_rows(items, answers: dict[str, dict], judge: str, path: Path) -> list[dict]:
-    """DeepEval-style scores per item (journalled: a re-run scores only what is new)."""
+#: contextual-relevancy judgements of this process, keyed by (judge, mode, question, context document)
+DEEPEVAL_CONTEXT_CACHE: dict = {}
+
+
+def deepeval_rows(items, answers: dict[str, dict], judge: str, path: Path,
+                  same_as: tuple[Path, dict[str, dict]] | None = None) -> list[dict]:
+    """DeepEval-style scores per item (journalled: a re-run scores only what is new). ``same_as``:
+    another journal and the answers it scored (``off``'s, for ``strict``): an item whose text and
+    documents are the same there takes that row (a greedy judge scores the same input the same way),
+    marked ``same_as``, with its seconds."""
     from citegraph.eval.deepeval_metrics import context_texts, deepeval_scores
     done = read_journal(path)
-    cache: dict = {}
+    other = read_journal(same_as[0]) if same_as else {}
     for it in items:
         if it.id in done or it.id not in answers:
             continue
         ans = AttributedAnswer.model_validate(answers[it.id]["answer"])
+        if it.id in other and it.id in same_as[1]:
+            was = AttributedAnswer.model_validate(same_as[1][it.id]["answer"])
+            if was.text == ans.text and [d.id for d in was.documents] == [d.id for d in ans.documents]:
+                row = {**other[it.id], "same_as": same_as[0].name}
+                append(path, row)
+                done[it.id] = row
+                continue
         t0 = time.perf_counter()
         sc = deepeval_scores(it.question, ans.text, context_texts(ans.documents), judge,
-                             context_cache=cache)
+                             context_cache=DEEPEVAL_CONTEXT_CACHE)
         row = {"id": it.id, **{k: v for k, v in sc.as_dict().items() if k != "details"},
                "seconds": round(time.perf_counter() - t0, 2), "commit": commit()}
         append(path, row)
@@ -297,7 +313,9 @@ def main() -> int:
                 # repair changes neither text nor documents: its scores are off's; off's need no stage verifier
                 jpath = (out / slug(label) / f"deepeval_off_{slug(a.llm)}.jsonl" if mode in ("off", "repair") else
                          out / slug(label) / slug(a.stage_verifier) / f"deepeval_{mode}_{slug(a.llm)}.jsonl")
-                de = read_journal(jpath) if a.report_only else {r["id"]: r for r in deepeval_rows(mine, answers, a.llm, jpath)}
+                off_path = out / slug(label) / f"deepeval_off_{slug(a.llm)}.jsonl"
+                same = (off_path, gen) if mode == "strict" else None
+                de = read_journal(jpath) if a.report_only else {r["id"]: r for r in deepeval_rows(mine, answers, a.llm, jpath, same)}
                 means = [de[i]["mean"] for i in ids if i in de and de[i].get("mean") is not None]
                 if len(means) == len(ids):
                     row["deepeval"] = (sum(means) / len(means), _ci(means))
