@@ -91,6 +91,43 @@ def test_reset_makes_a_call_independent_of_the_one_before():
     assert chat_text("local", a, max_tokens=8) == cold_text
 
 
+def test_a_saved_prompt_state_serves_a_later_prompt_that_opens_the_same_way():
+    # SQuAI's pattern: answer document 1, answer document 2, then judge document 1. Without saved
+    # states the judgement finds document 2 in the cache and reads document 1 again; with them it
+    # resumes from document 1's state -- the same cells, so the same judgement as when document 1's
+    # answer ran just before it, and a later chat call on document 1 replies the same too
+    from citegraph.tools.models import as_messages, get_chat_model
+    from citegraph.tools.models import llamacpp
+
+    doc1 = ("Document:\nThe river Thames flows through Oxford and London. It is 346 km long and rises in the "
+            "Cotswolds near Kemble. Its tidal reach ends at Teddington Lock.\n\nQuestion: How long is the Thames?\n")
+    doc2 = ("Document:\nMount Etna is an active stratovolcano on the east coast of Sicily, between Messina and "
+            "Catania. It is one of the most active volcanoes in the world.\n\nQuestion: Where is Etna?\n")
+    answer = "\nAnswer the question from this document in one sentence.\nAnswer:"
+    judge = "Is this document relevant for answering the question? Reply with only Yes or No."
+    model = get_chat_model("local-small")
+
+    def judged():
+        return model.yes_no_log_odds_counted(as_messages(doc1 + judge))
+
+    quote = "\nQuote the sentence that answers it."
+    reset_local_models()
+    first = chat_text("local-small", doc1 + answer, max_tokens=12)
+    again = chat_text("local-small", doc1 + quote, max_tokens=12)  # read from the first's cells
+    reset_local_models()
+    chat_text("local-small", doc1 + answer, max_tokens=12)
+    live, n, live_keep = judged()
+    reset_local_models()
+    assert len(llamacpp.prefix_states(model.llama)) == 0  # reset empties the saved states too
+    assert chat_text("local-small", doc1 + answer, max_tokens=12) == first
+    chat_text("local-small", doc2 + answer, max_tokens=12)  # the live cache now holds document 2
+    saved, n2, saved_keep = judged()
+    assert n2 == n and saved_keep == live_keep > 40  # document 1's opening came from its saved state
+    assert saved == live
+    chat_text("local-small", doc2 + answer, max_tokens=12)
+    assert chat_text("local-small", doc1 + quote, max_tokens=12) == again
+
+
 def test_loaded_models_are_freed_before_the_interpreter_tears_down():
     # left to the garbage collector at exit, Llama.__del__ can run after llama_cpp's globals are
     # gone and print "Exception ignored in: <function Llama.__del__ ...>"; an atexit hook frees them

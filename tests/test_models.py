@@ -178,6 +178,19 @@ def test_usage_tracker_counts_openai_tokens(openai_env):
         assert t.totals()["prompt_tokens"] == 11 and t.totals()["completion_tokens"] == 7
 
 
+@pytest.mark.parametrize("raw, expected", [("", 32), ("0", 0), (" 8 ", 8), ("x", "whole number"), ("-1", "0 or more")])
+def test_prefix_states_capacity_from_the_environment(monkeypatch, raw, expected):
+    from citegraph.errors import ModelError
+    from citegraph.tools.models.llamacpp import prefix_states_capacity
+
+    monkeypatch.setenv("CITEGRAPH_PREFIX_STATES", raw)
+    if isinstance(expected, int):
+        assert prefix_states_capacity() == expected
+    else:
+        with pytest.raises(ModelError, match=expected):
+            prefix_states_capacity()
+
+
 def test_reset_local_models_restarts_the_sampling_seeds():
     # sampled calls are seeded 0, 1, 2... per model; the runner's per-item reset restarts them, so
     # an item's samples do not depend on how many sampled calls ran before it (no model is loaded)

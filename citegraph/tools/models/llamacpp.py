@@ -74,6 +74,7 @@ def _close_llamas() -> None:
     with _lock:
         loaded = list(_llamas.values())
         _llamas.clear()
+    _prefix_states.clear()
     for llm in loaded:
         with _llama_locks[id(llm)]:  # set beside every _llamas entry by _load_llama
             try:
@@ -83,6 +84,107 @@ def _close_llamas() -> None:
 
 
 atexit.register(_close_llamas)
+
+
+def prefix_states_capacity() -> int:
+    """How many prompt states the in-process model keeps (``$CITEGRAPH_PREFIX_STATES``, default 32; 0
+    keeps none, as before: only the last prompt's prefix is re-used)."""
+    raw = os.environ.get("CITEGRAPH_PREFIX_STATES", "").strip()
+    if not raw:
+        return 32
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ModelError(f"CITEGRAPH_PREFIX_STATES={raw!r}: expected a whole number of saved states (0 = none)") from None
+    if n < 0:
+        raise ModelError(f"CITEGRAPH_PREFIX_STATES={raw!r}: expected 0 or more")
+    return n
+
+
+class PrefixStates:
+    """The KV states of the last prompts a llama.cpp model evaluated (sequence 0's cells, saved after each
+    chat call; least recently used dropped past ``capacity`` states or ``max_bytes``).
+
+    llama-cpp-python re-uses the KV cache only for the longest common prefix with the prompt it evaluated
+    *last*. A graph whose parallel branches take turns on the model loses that: SQuAI answers every
+    retrieved document (Agent 2) before it judges any (Agent 3), so each judgement found another
+    document's prompt in the cache and read its own document again. With the states kept, a prompt
+    resumes from the saved state that shares the longest opening with it (its document, after Agent 2),
+    when that beats the live cache. Greedy outputs: the restored cells are the ones computed when that
+    prompt was read, so a prompt is evaluated in the same two pieces whichever branch ran just before
+    (the split point is the shared opening, fixed by the prompts, not by the order of the branches).
+    """
+
+    def __init__(self, capacity: int, max_bytes: int = 1 << 30) -> None:
+        self.capacity = capacity
+        self.max_bytes = max_bytes
+        self._states: list[tuple[tuple[int, ...], bytes]] = []  # oldest first
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def clear(self) -> None:
+        self._states.clear()
+
+    def save(self, llm) -> None:
+        """Keep the state of what ``llm`` holds now (its ``input_ids[:n_tokens]``)."""
+        if self.capacity <= 0 or llm.n_tokens <= 0:
+            return
+        import ctypes
+
+        import llama_cpp
+
+        ids = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
+        ctx = llm._ctx.ctx
+        size = int(llama_cpp.llama_state_seq_get_size(ctx, 0))
+        buf = (ctypes.c_uint8 * size)()
+        n = int(llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0))
+        if n <= 0 or n > size:
+            return
+        # a saved prompt that this one extends is served as well by the new state
+        self._states = [(k, v) for k, v in self._states if not (len(k) <= len(ids) and ids[: len(k)] == k)]
+        self._states.append((ids, bytes(buf)[:n]))
+        while self._states and (len(self._states) > self.capacity or sum(len(v) for _, v in self._states) > self.max_bytes):
+            self._states.pop(0)
+
+    def restore(self, llm, tokens: list[int]) -> int:
+        """Load the saved state sharing the longest opening with ``tokens`` if it beats what ``llm``
+        holds now (and leave at least one token to evaluate); returns the tokens it brought back (0 if none)."""
+        if not self._states:
+            return 0
+        live = int(llm.longest_token_prefix(llm._input_ids.tolist(), tokens))
+        best, best_i = live, -1
+        for i, (ids, _) in enumerate(self._states):
+            k = int(llm.longest_token_prefix(list(ids), tokens))
+            if k > best:
+                best, best_i = k, i
+        if best_i < 0:
+            return 0
+        import ctypes
+
+        import llama_cpp
+
+        ids, data = self._states.pop(best_i)
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if int(llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buf, len(data), 0)) != len(data):
+            llm.reset()  # the cells are in an unknown state: read the prompt from scratch
+            return 0
+        self._states.append((ids, data))  # most recently used
+        llm.input_ids[: len(ids)] = ids
+        llm.n_tokens = len(ids)
+        llm._requires_eval = True
+        return best
+
+
+_prefix_states: dict[int, PrefixStates] = {}
+
+
+def prefix_states(llm) -> PrefixStates:
+    """The saved prompt states of a loaded model (one set per model; guarded by the model's lock)."""
+    with _lock:
+        if id(llm) not in _prefix_states:
+            _prefix_states[id(llm)] = PrefixStates(prefix_states_capacity())
+        return _prefix_states[id(llm)]
 
 
 def _to_openai(m: BaseMessage) -> dict:
@@ -152,6 +254,7 @@ class LlamaCppChat(LocalChatModel):
                 out = llm.create_chat_completion(messages=msgs, **params)
             except ValueError as e:  # prompt longer than the context window
                 raise ModelReplyError(f"llama.cpp rejected the prompt: {e}") from e
+            prefix_states(llm).save(llm)
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         msg = AIMessage(
@@ -168,14 +271,17 @@ class LlamaCppChat(LocalChatModel):
 
     @staticmethod
     def _cached_prefix(llm, msgs: list[dict]) -> int:
-        """Prompt tokens llama.cpp will take from its KV cache for this prompt: the longest common
-        prefix with what it evaluated last (llama-cpp-python's ``generate`` re-uses it, at least one
-        token is evaluated). Called under the model's lock, just before the call."""
+        """Prompt tokens llama.cpp will take from its KV cache for this prompt: first the saved state
+        that shares the longest opening with it is loaded if it beats the live cache
+        (:class:`PrefixStates`), then the longest common prefix with what the model holds is what
+        llama-cpp-python's ``generate`` re-uses (at least one token is evaluated). Called under the
+        model's lock, just before the call."""
         try:
             prompt = _chat_formatter(llm)(messages=msgs).prompt
         except ModelError:
             return 0
         tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+        prefix_states(llm).restore(llm, tokens)
         return min(int(llm.longest_token_prefix(llm._input_ids.tolist(), tokens)), max(len(tokens) - 1, 0))
 
     def _stream(
@@ -195,6 +301,7 @@ class LlamaCppChat(LocalChatModel):
         n_prompt = len(llm.tokenize(_chat_formatter(llm)(messages=msgs).prompt.encode(), add_bos=False, special=True))
         n_out, finish = 0, None
         with _llama_locks[id(llm)]:
+            self._cached_prefix(llm, msgs)  # loads a saved state that serves this prompt better
             try:
                 stream = llm.create_chat_completion(messages=msgs, stream=True, **params)
                 for part in stream:
@@ -210,6 +317,7 @@ class LlamaCppChat(LocalChatModel):
                     yield chunk
             except ValueError as e:  # prompt longer than the context window
                 raise ModelReplyError(f"llama.cpp rejected the prompt: {e}") from e
+            prefix_states(llm).save(llm)
         yield ChatGenerationChunk(message=AIMessageChunk(
             content="",
             usage_metadata={"input_tokens": n_prompt, "output_tokens": n_out, "total_tokens": n_prompt + n_out},
@@ -227,9 +335,12 @@ class LlamaCppChat(LocalChatModel):
         prompt = fmt(messages=[_to_openai(m) for m in messages]).prompt
         tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
         with _llama_locks[id(llm)]:
-            # re-use the KV cache of the longest common prefix with what was evaluated last (a
-            # judge asked about several claims on one passage reads the passage once); at least
-            # one token is evaluated so the logits are this prompt's
+            # re-use the KV cache of the longest common prefix with what was evaluated last or with a
+            # saved state (a judge asked about several claims on one passage reads the passage once;
+            # SQuAI's judge finds its document where Agent 2 read it); at least one token is
+            # evaluated so the logits are this prompt's. A judgement's own state is not saved: the
+            # next judgement on the same opening finds it live.
+            prefix_states(llm).restore(llm, tokens[:-1])
             keep = llm.longest_token_prefix(llm._input_ids.tolist(), tokens[:-1])
             llm.n_tokens = keep
             llm.eval(tokens[keep:])

@@ -169,7 +169,8 @@ def token_counter(spec: str) -> Callable[[str], int] | None:
 def reset_local_models() -> None:
     """Empty the KV cache of every loaded llama.cpp model, so the next call is evaluated from scratch.
 
-    llama.cpp re-uses the cache of the longest prompt prefix it evaluated last. That saves most of
+    llama.cpp re-uses the cache of the longest prompt prefix it evaluated last (or of a saved prompt
+    state: :class:`~citegraph.tools.models.llamacpp.PrefixStates`, emptied here too). That saves most of
     the prompt time inside one item (the same documents open every prompt), but the logits of a
     prompt evaluated in pieces differ from a whole-prompt evaluation by up to 0.39 (measured on the
     embedded model), which is enough to change a greedy token now and then. So an item's answer
@@ -187,6 +188,7 @@ def reset_local_models() -> None:
     for llm in loaded:
         with llamacpp._llama_locks[id(llm)]:
             llm.reset()
+            llamacpp.prefix_states(llm).clear()
     for chat in chats:
         chat._calls = itertools.count()
     with _registry_lock:
