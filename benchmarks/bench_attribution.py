@@ -317,8 +317,11 @@ def main() -> int:
                 same = (off_path, gen) if mode == "strict" else None
                 de = read_journal(jpath) if a.report_only else {r["id"]: r for r in deepeval_rows(mine, answers, a.llm, jpath, same)}
                 means = [de[i]["mean"] for i in ids if i in de and de[i].get("mean") is not None]
-                if len(means) == len(ids):
+                if all(i in de for i in ids) and means:
+                    # an item whose judge reply did not parse after the retries has no mean (its
+                    # problems are in the journal): the cell says over how many items the mean is
                     row["deepeval"] = (sum(means) / len(means), _ci(means))
+                    row["deepeval_n"] = len(means)
                     row["deepeval_s"] = sum(de[i]["seconds"] for i in ids) / len(ids)
             rows.append(row)
     print(f"\n# bench_attribution · data {a.data} (first {a.limit}) · llm {a.llm} · stage verifier "
@@ -353,7 +356,8 @@ def main() -> int:
         cells += [corr]
         if a.deepeval:
             m, ci = r.get("deepeval", (None, None))
-            cells += [fmt(m, ci, 3) + (f" ({r['deepeval_s']:.0f} s)" if m is not None else "")]
+            of = f"{r['deepeval_n']} of {r['n']}; " if m is not None and r["deepeval_n"] < r["n"] else ""
+            cells += [fmt(m, ci, 3) + (f" ({of}{r['deepeval_s']:.0f} s)" if m is not None else "")]
         cells += [g("length", digits=0), f"{r['llm_calls']:.1f}", f"{r['gen_s']:.1f}",
                   "–" if r["stage_s"] is None else f"{r['stage_s']:.2f}"]
         print("| " + " | ".join(cells) + " |")
