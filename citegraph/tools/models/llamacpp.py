@@ -149,7 +149,8 @@ class PrefixStates:
 
     def restore(self, llm, tokens: list[int]) -> int:
         """Load the saved state sharing the longest opening with ``tokens`` if it beats what ``llm``
-        holds now (and leave at least one token to evaluate); returns the tokens it brought back (0 if none)."""
+        holds now; returns that shared length (0 if nothing was loaded). The caller's evaluation drops
+        the restored cells past the shared opening and reads at least one token itself."""
         if not self._states:
             return 0
         live = int(llm.longest_token_prefix(llm._input_ids.tolist(), tokens))
