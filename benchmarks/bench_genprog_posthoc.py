@@ -14,6 +14,9 @@ precision / recall / F1 over (answer sentence, document sentence) pairs, micro-a
 pairs and macro-averaged over answer sentences. The paper (Wan et al. 2025) reports 47.4 F1 for
 GenerationPrograms vs 7.8 for an LLM-prompt baseline (GPT-4o).
 
+``cite`` (the attribution stage alone, verifier only, no LLM call) runs on the same gold sentences with
+the whole documents (the verifier has no context cap) and predicts each cited document's best sentence.
+
     python benchmarks/bench_genprog_posthoc.py --llm local --limit 5 --output bench_out/posthoc.json
 """
 
@@ -108,6 +111,32 @@ def llm_prompt_baseline(spec: str, question: str, passages: str, sentences: list
     return pred, reply
 
 
+def cite_stage(verifier, it: dict) -> tuple[list[set], list[dict]]:
+    """The attribution stage (``cite``'s, with the item's documents given) on the gold answer sentences,
+    none cited: each sentence's evidence (the best sentence of each document it cites) mapped to the gold
+    document sentences its characters overlap. The documents are whole: the verifier has no context cap."""
+    from citegraph.nodes.attribution import attribute_answer
+    from citegraph.state import AttributedAnswer, CitedSentence
+
+    ans = AttributedAnswer(question=it["question"], documents=it["documents"],
+                           sentences=[CitedSentence(text=s) for s in it["answer"]])
+    out = attribute_answer(ans, verifier, mode="repair")
+    preds, raw = [], []
+    for s in out.sentences:
+        units = set()
+        for e in s.evidence:
+            text, spans = it["documents"][e.doc - 1].text, it["spans"][e.doc - 1]
+            a = text.find(e.text)
+            if a < 0:
+                continue
+            b = a + len(e.text)
+            units |= {(e.doc, j) for j, (x, y) in enumerate(spans) if x < b and a < y}
+        preds.append(units)
+        raw.append({"citations": s.citations, "support": s.support, "score": s.support_score,
+                    "evidence": [e.text[:200] for e in s.evidence]})
+    return preds, raw
+
+
 def score(pairs: list[tuple[set, set]]) -> dict:
     tp = sum(len(p & g) for p, g in pairs)
     np_ = sum(len(p) for p, _ in pairs)
@@ -135,7 +164,11 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--llm", default="local")
     ap.add_argument("--limit", type=int, default=None)
-    ap.add_argument("--methods", default="genprog,llm-prompt")
+    ap.add_argument("--methods", default="genprog,llm-prompt,cite",
+                    help="genprog (the genprog-posthoc graph), llm-prompt (one prompt listing the sentence ids), cite "
+                         "(the attribution stage alone, verifier only: each cited document's best sentence is the "
+                         "predicted source sentence)")
+    ap.add_argument("--verifier", default="default", help="cite: the verifier of the attribution stage")
     ap.add_argument("--max-source-sentences", type=int, default=150,
                     help="source sentences shown per item, ranked by overlap with question+answer (0 = all; the "
                          "local model has an 8k context)")
@@ -151,7 +184,7 @@ def main(argv=None) -> int:
         print(f"bench_genprog_posthoc: data not found: {path} (needs ../shared/data/lfqa/dev.jsonl)", file=sys.stderr)
         return 2
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    bad = set(methods) - {"genprog", "llm-prompt"}
+    bad = set(methods) - {"genprog", "llm-prompt", "cite"}
     if bad:
         print(f"bench_genprog_posthoc: unknown method(s) {sorted(bad)}", file=sys.stderr)
         return 2
@@ -182,6 +215,11 @@ def main(argv=None) -> int:
         journal.parent.mkdir(parents=True, exist_ok=True)
         journal.write_text(json.dumps({"settings": settings}) + "\n", encoding="utf-8")
     graph = build_graph("genprog-posthoc")
+    verifier = None
+    if "cite" in methods:
+        from citegraph.tools.verifier import get_verifier
+
+        verifier = get_verifier(args.verifier)
     ctx = GenProgPosthocContext(llm=args.llm, max_new_tokens=args.max_new_tokens, per_sentence=bool(args.per_sentence),
                                 max_source_sentences=args.max_source_sentences)
     pairs = {m: [] for m in methods}
@@ -212,12 +250,17 @@ def main(argv=None) -> int:
                 ans = out["answer"]
                 pred_sids = [[e.sentence_id for e in s.evidence if e.sentence_id] for s in ans.sentences]
                 raw = ans.metadata.get("program", "")
+            elif m == "cite":
+                pred_units, raw = cite_stage(verifier, it)
             else:
                 pred_sids, raw = llm_prompt_baseline(args.llm, it["question"], render_passages(shown), it["answer"],
                                                      {s.sid for s in shown}, args.max_new_tokens)
             dt = time.perf_counter() - t0
             seconds[m] += dt
-            preds = [to_gold_units(s, offsets, it["spans"]) for s in pred_sids]
+            if m == "cite":
+                preds, pred_sids = pred_units, []
+            else:
+                preds = [to_gold_units(s, offsets, it["spans"]) for s in pred_sids]
             pairs[m] += list(zip(preds, it["gold"]))
             rec[m] = {"predicted_ids": pred_sids, "predicted": [sorted(p) for p in preds], "raw": raw,
                       "seconds": round(dt, 2)}
