@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+SENTENCE_CANDIDATES = 4  # citegraph.nodes.attribution.SENTENCE_CANDIDATES (the stage's default; imported late)
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "lfqa" / "dev.jsonl"
 
 BASELINE_PROMPT = """You are given a document consisting of passages split into sentences with ids (S1, S2, ...), a question, and an answer to it. For each answer sentence, list the ids of the document sentences that support it.
@@ -111,7 +112,7 @@ def llm_prompt_baseline(spec: str, question: str, passages: str, sentences: list
     return pred, reply
 
 
-def cite_stage(verifier, it: dict) -> tuple[list[set], list[dict]]:
+def cite_stage(verifier, it: dict, sentences: int = SENTENCE_CANDIDATES) -> tuple[list[set], list[dict]]:
     """The attribution stage (``cite``'s, with the item's documents given) on the gold answer sentences,
     none cited: each sentence's evidence (the best sentence of each document it cites) mapped to the gold
     document sentences its characters overlap. The documents are whole: the verifier has no context cap."""
@@ -120,7 +121,7 @@ def cite_stage(verifier, it: dict) -> tuple[list[set], list[dict]]:
 
     ans = AttributedAnswer(question=it["question"], documents=it["documents"],
                            sentences=[CitedSentence(text=s) for s in it["answer"]])
-    out = attribute_answer(ans, verifier, mode="repair")
+    out = attribute_answer(ans, verifier, mode="repair", sentences=sentences)
     preds, raw = [], []
     for s in out.sentences:
         units = set()
@@ -169,6 +170,9 @@ def main(argv=None) -> int:
                          "(the attribution stage alone, verifier only: each cited document's best sentence is the "
                          "predicted source sentence)")
     ap.add_argument("--verifier", default="default", help="cite: the verifier of the attribution stage")
+    ap.add_argument("--cite-sentences", type=int, default=SENTENCE_CANDIDATES,
+                    help="cite: a document's sentences checked alone against an answer sentence, those sharing the "
+                         "most words with it (the stage's attribution_sentences knob; 0 = all)")
     ap.add_argument("--max-source-sentences", type=int, default=150,
                     help="source sentences shown per item, ranked by overlap with question+answer (0 = all; the "
                          "local model has an 8k context)")
@@ -199,12 +203,14 @@ def main(argv=None) -> int:
     from citegraph.state.genprog import GenProgPosthocContext
 
     items = load(path, args.limit)
-    settings = {k: getattr(args, k) for k in ("data", "llm", "max_source_sentences", "per_sentence", "max_new_tokens")}
+    settings = {k: getattr(args, k) for k in ("data", "llm", "max_source_sentences", "per_sentence", "max_new_tokens",
+                                              "cite_sentences")}
     journal = Path(args.output + ".items.jsonl") if args.output else None
     done: dict[str, dict] = {}
     if journal and journal.exists() and not args.overwrite:
         lines = [json.loads(x) for x in journal.read_text(encoding="utf-8").splitlines() if x.strip()]
-        if lines and lines[0].get("settings") != settings:
+        # a journal written before cite existed ran with the stage's default
+        if lines and {"cite_sentences": SENTENCE_CANDIDATES, **lines[0].get("settings", {})} != settings:
             print(f"bench_genprog_posthoc: {journal} was written with other settings ({lines[0].get('settings')}); "
                   "pass --overwrite to start again", file=sys.stderr)
             return 2
@@ -251,7 +257,7 @@ def main(argv=None) -> int:
                 pred_sids = [[e.sentence_id for e in s.evidence if e.sentence_id] for s in ans.sentences]
                 raw = ans.metadata.get("program", "")
             elif m == "cite":
-                pred_units, raw = cite_stage(verifier, it)
+                pred_units, raw = cite_stage(verifier, it, args.cite_sentences)
             else:
                 pred_sids, raw = llm_prompt_baseline(args.llm, it["question"], render_passages(shown), it["answer"],
                                                      {s.sid for s in shown}, args.max_new_tokens)

@@ -12,6 +12,7 @@ from langgraph.types import Command
 from citegraph.graphs.registry import build_graph, make_context
 from citegraph.state import Document
 from citegraph.state.genprog import GenProgContext, GenProgPosthocContext
+from citegraph.tools.verifier import FunctionVerifier, register_verifier
 
 DOCS = [
     Document(id="a", title="Alpha", text="Alpha was founded in 1901 by Ann. It is based in Paris."),
@@ -364,7 +365,8 @@ def test_registry_and_langgraph_json():
 
 
 def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):
-    """The benchmark maps predicted S-ids exactly onto the gold LFQA sentences and runs both methods."""
+    """The benchmark maps predicted S-ids (and cite's evidence sentences) exactly onto the gold LFQA sentences
+    and runs the three methods."""
     import importlib.util
     import json
     from pathlib import Path
@@ -385,14 +387,31 @@ def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):
                 sids = [sid for sid, (dd, s, e) in off.items() if dd == d and s < b and a < e]
                 assert B.to_gold_units(sids, off, it["spans"]) == {(d, j)}
     assert B.score([({(1, 1), (1, 2)}, {(1, 1)})])["f1"] == 66.7
+    # cite's verifier: an oracle that entails an answer sentence exactly when the premise holds (a line of)
+    # one of its gold document sentences; with every document sentence checked alone, each source sentence
+    # cite predicts must then be a gold one
+    gold_text: dict[str, list[str]] = {}
+    for it in items:
+        for sent, g in zip(it["answer"], it["gold"]):
+            gold_text[sent] = [ln.strip() for d, j in g
+                               for ln in it["documents"][d - 1].text[slice(*it["spans"][d - 1][j])].split("\n")
+                               if len(ln.strip()) > 20]
+    register_verifier("stub:lfqa-oracle", FunctionVerifier(
+        lambda premise, hyp: float(any(x in premise for x in gold_text.get(hyp, []))), spec="stub:lfqa-oracle",
+        threshold=0.5))
+    from citegraph.nodes.attribution import SENTENCE_CANDIDATES
+
+    assert B.SENTENCE_CANDIDATES == SENTENCE_CANDIDATES  # the bench's default is the stage's
     spec, model = scripted(lambda m, k: "1: S1" if "Supporting sentences:" in m[-1].content else "- extract(S1)")
     out = tmp_path / "r.json"
-    assert B.main(["--data", str(data), "--llm", spec, "--limit", "2", "--output", str(out)]) == 0
+    common = ["--data", str(data), "--llm", spec, "--verifier", "stub:lfqa-oracle", "--cite-sentences", "0"]
+    assert B.main([*common, "--limit", "2", "--output", str(out)]) == 0
     res = json.loads(out.read_text())["results"]
-    assert set(res) == {"genprog", "llm-prompt"} and res["genprog"]["predicted"] >= 1
+    assert set(res) == {"genprog", "llm-prompt", "cite"} and res["genprog"]["predicted"] >= 1
+    assert res["cite"]["predicted"] >= 2 and res["cite"]["precision"] == 100.0 and res["cite"]["recall"] > 0
     # resumable: a longer run re-uses the journaled items and only asks the model about the new one
     calls_for_two = len(model.calls)
-    assert B.main(["--data", str(data), "--llm", spec, "--limit", "3", "--output", str(out)]) == 0
+    assert B.main([*common, "--limit", "3", "--output", str(out)]) == 0
     res3 = json.loads(out.read_text())
     new_calls = [c["messages"][-1].content for c in model.calls[calls_for_two:]]
     assert new_calls and all(items[2]["question"] in c for c in new_calls)  # only item 3 was asked about
@@ -400,14 +419,13 @@ def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):
     assert res3["results"]["genprog"]["sentences"] > res["genprog"]["sentences"]
     # other settings than the journal's: a one-line refusal, nothing overwritten
     before = (tmp_path / "r.json.items.jsonl").read_text()
-    assert B.main(["--data", str(data), "--llm", spec, "--limit", "3", "--output", str(out),
-                   "--max-source-sentences", "20"]) == 2
+    assert B.main([*common, "--limit", "3", "--output", str(out), "--max-source-sentences", "20"]) == 2
     assert (tmp_path / "r.json.items.jsonl").read_text() == before
     assert B.main(["--data", str(tmp_path / "missing.jsonl")]) == 2
     # the recall ceiling: every gold pair is reachable with all sources shown, fewer with a tight cut
     all_out, cut_out = tmp_path / "all.json", tmp_path / "cut.json"
-    assert B.main(["--data", str(data), "--llm", spec, "--limit", "3", "--output", str(all_out), "--max-source-sentences", "0"]) == 0
-    assert B.main(["--data", str(data), "--llm", spec, "--limit", "3", "--output", str(cut_out), "--max-source-sentences", "5"]) == 0
+    assert B.main([*common, "--limit", "3", "--output", str(all_out), "--max-source-sentences", "0"]) == 0
+    assert B.main([*common, "--limit", "3", "--output", str(cut_out), "--max-source-sentences", "5"]) == 0
     assert json.loads(all_out.read_text())["recall_ceiling"] == 100.0
     assert json.loads(cut_out.read_text())["recall_ceiling"] < 100.0
 
