@@ -138,6 +138,17 @@ def cite_stage(verifier, it: dict, sentences: int = SENTENCE_CANDIDATES) -> tupl
     return preds, raw
 
 
+def f1_interval(items: list[list[tuple[set, set]]], n: int = 2000, seed: int = 0) -> list[float]:
+    """95% bootstrap interval of the micro F1: items resampled with replacement (an item's sentences together)."""
+    import random
+
+    if not items:
+        return [0.0, 0.0]
+    rng = random.Random(seed)
+    f1s = sorted(score([p for _ in items for p in rng.choice(items)])["f1"] for _ in range(n))
+    return [f1s[int(0.025 * n)], f1s[int(0.975 * n) - 1]]
+
+
 def score(pairs: list[tuple[set, set]]) -> dict:
     tp = sum(len(p & g) for p, g in pairs)
     np_ = sum(len(p) for p, _ in pairs)
@@ -229,6 +240,7 @@ def main(argv=None) -> int:
     ctx = GenProgPosthocContext(llm=args.llm, max_new_tokens=args.max_new_tokens, per_sentence=bool(args.per_sentence),
                                 max_source_sentences=args.max_source_sentences)
     pairs = {m: [] for m in methods}
+    per_item = {m: [] for m in methods}  # each item's (predicted, gold) pairs, for the bootstrap intervals
     seconds = {m: 0.0 for m in methods}
     records = []
     shown_gold = all_gold = 0  # the ceiling: gold pairs whose document sentence is among the shown sources
@@ -241,7 +253,8 @@ def main(argv=None) -> int:
         if it["id"] in done:  # journaled by an earlier run: its predictions count, nothing is re-run
             rec = done[it["id"]]
             for m in methods:
-                pairs[m] += [({tuple(u) for u in p}, g) for p, g in zip(rec[m]["predicted"], it["gold"])]
+                per_item[m].append([({tuple(u) for u in p}, g) for p, g in zip(rec[m]["predicted"], it["gold"])])
+                pairs[m] += per_item[m][-1]
                 seconds[m] += rec[m].get("seconds", 0.0)
             records.append(rec)
             continue
@@ -267,7 +280,8 @@ def main(argv=None) -> int:
                 preds, pred_sids = pred_units, []
             else:
                 preds = [to_gold_units(s, offsets, it["spans"]) for s in pred_sids]
-            pairs[m] += list(zip(preds, it["gold"]))
+            per_item[m].append(list(zip(preds, it["gold"])))
+            pairs[m] += per_item[m][-1]
             rec[m] = {"predicted_ids": pred_sids, "predicted": [sorted(p) for p in preds], "raw": raw,
                       "seconds": round(dt, 2)}
         records.append(rec)
@@ -276,12 +290,15 @@ def main(argv=None) -> int:
                 f.write(json.dumps(rec) + "\n")
         print(f"[{k}/{len(items)}] " + "  ".join(f"{m}: F1 {score(pairs[m])['f1']}" for m in methods), file=sys.stderr)
 
-    results = {m: {**score(pairs[m]), "seconds": round(seconds[m], 1)} for m in methods}
+    results = {m: {**score(pairs[m]), "f1_ci": f1_interval(per_item[m]), "seconds": round(seconds[m], 1)} for m in methods}
     print(f"LFQA post-hoc attribution, {len(items)} items, llm={args.llm}, max_source_sentences={args.max_source_sentences}")
-    print(f"{'method':<12} {'P':>6} {'R':>6} {'F1':>6} {'mP':>6} {'mR':>6} {'mF1':>6} {'pred':>6} {'gold':>6} {'sec':>8}")
+    print(f"{'method':<12} {'P':>6} {'R':>6} {'F1':>6} {'F1 95% CI':>14} {'mP':>6} {'mR':>6} {'mF1':>6} {'pred':>6} "
+          f"{'gold':>6} {'sec':>8}")
     for m, r in results.items():
-        print(f"{m:<12} {r['precision']:>6} {r['recall']:>6} {r['f1']:>6} {r['macro_precision']:>6} {r['macro_recall']:>6} "
-              f"{r['macro_f1']:>6} {r['predicted']:>6} {r['gold']:>6} {r['seconds']:>8}")
+        ci = f"[{r['f1_ci'][0]}, {r['f1_ci'][1]}]"
+        print(f"{m:<12} {r['precision']:>6} {r['recall']:>6} {r['f1']:>6} {ci:>14} {r['macro_precision']:>6} "
+              f"{r['macro_recall']:>6} {r['macro_f1']:>6} {r['predicted']:>6} {r['gold']:>6} {r['seconds']:>8}")
+    print("F1 95% CI: the micro F1 over 2,000 resamples of the items (bootstrap, seed 0)")
     ceiling = round(100 * shown_gold / all_gold, 1) if all_gold else 0.0
     print(f"recall ceiling: {ceiling}% of the gold pairs have their document sentence among the shown sources")
     print("paper (GPT-4o): GenerationPrograms 47.4 F1, LLM-prompt baseline 7.8 F1")

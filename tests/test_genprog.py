@@ -387,6 +387,10 @@ def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):
                 sids = [sid for sid, (dd, s, e) in off.items() if dd == d and s < b and a < e]
                 assert B.to_gold_units(sids, off, it["spans"]) == {(d, j)}
     assert B.score([({(1, 1), (1, 2)}, {(1, 1)})])["f1"] == 66.7
+    hit, miss = [({(1, 1)}, {(1, 1)})], [({(1, 2)}, {(1, 1)})]
+    assert B.f1_interval([hit] * 4) == [100.0, 100.0]
+    lo, hi = B.f1_interval([hit, hit, miss, miss])
+    assert lo < 50.0 < hi  # the resampled items' micro F1 spans the point estimate
     # cite's verifier: an oracle that entails an answer sentence exactly when the premise holds (a line of)
     # one of its gold document sentences; with every document sentence checked alone, each source sentence
     # cite predicts must then be a gold one
