@@ -29,7 +29,6 @@ import sys
 import time
 from pathlib import Path
 
-SENTENCE_CANDIDATES = 4  # citegraph.nodes.attribution.SENTENCE_CANDIDATES (the stage's default; imported late)
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "lfqa" / "dev.jsonl"
 
 BASELINE_PROMPT = """You are given a document consisting of passages split into sentences with ids (S1, S2, ...), a question, and an answer to it. For each answer sentence, list the ids of the document sentences that support it.
@@ -112,7 +111,7 @@ def llm_prompt_baseline(spec: str, question: str, passages: str, sentences: list
     return pred, reply
 
 
-def cite_stage(verifier, it: dict, sentences: int = SENTENCE_CANDIDATES) -> tuple[list[set], list[dict]]:
+def cite_stage(verifier, it: dict, sentences: int) -> tuple[list[set], list[dict]]:
     """The attribution stage (``cite``'s, with the item's documents given) on the gold answer sentences,
     none cited: each sentence's evidence (the best sentence of each document it cites) mapped to the gold
     document sentences its characters overlap. The documents are whole: the verifier has no context cap."""
@@ -181,9 +180,9 @@ def main(argv=None) -> int:
                          "(the attribution stage alone, verifier only: each cited document's best sentence is the "
                          "predicted source sentence)")
     ap.add_argument("--verifier", default="default", help="cite: the verifier of the attribution stage")
-    ap.add_argument("--cite-sentences", type=int, default=SENTENCE_CANDIDATES,
+    ap.add_argument("--cite-sentences", type=int, default=None,
                     help="cite: a document's sentences checked alone against an answer sentence, those sharing the "
-                         "most words with it (the stage's attribution_sentences knob; 0 = all)")
+                         "most words with it (the stage's attribution_sentences knob; default: the stage's; 0 = all)")
     ap.add_argument("--max-source-sentences", type=int, default=150,
                     help="source sentences shown per item, ranked by overlap with question+answer (0 = all; the "
                          "local model has an 8k context)")
@@ -205,6 +204,7 @@ def main(argv=None) -> int:
         return 2
 
     from citegraph.graphs.registry import build_graph
+    from citegraph.nodes.attribution import SENTENCE_CANDIDATES
     from citegraph.nodes.genprog.sources import (
         rank_sources,
         render_passages,
@@ -213,6 +213,8 @@ def main(argv=None) -> int:
     )
     from citegraph.state.genprog import GenProgPosthocContext
 
+    if args.cite_sentences is None:
+        args.cite_sentences = SENTENCE_CANDIDATES
     items = load(path, args.limit)
     settings = {k: getattr(args, k) for k in ("data", "llm", "max_source_sentences", "per_sentence", "max_new_tokens",
                                               "cite_sentences")}
@@ -270,15 +272,14 @@ def main(argv=None) -> int:
                 pred_sids = [[e.sentence_id for e in s.evidence if e.sentence_id] for s in ans.sentences]
                 raw = ans.metadata.get("program", "")
             elif m == "cite":
-                pred_units, raw = cite_stage(verifier, it, args.cite_sentences)
+                preds, raw = cite_stage(verifier, it, args.cite_sentences)
+                pred_sids = []
             else:
                 pred_sids, raw = llm_prompt_baseline(args.llm, it["question"], render_passages(shown), it["answer"],
                                                      {s.sid for s in shown}, args.max_new_tokens)
             dt = time.perf_counter() - t0
             seconds[m] += dt
-            if m == "cite":
-                preds, pred_sids = pred_units, []
-            else:
+            if m != "cite":
                 preds = [to_gold_units(s, offsets, it["spans"]) for s in pred_sids]
             per_item[m].append(list(zip(preds, it["gold"])))
             pairs[m] += per_item[m][-1]

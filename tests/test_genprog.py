@@ -12,7 +12,7 @@ from langgraph.types import Command
 from citegraph.graphs.registry import build_graph, make_context
 from citegraph.state import Document
 from citegraph.state.genprog import GenProgContext, GenProgPosthocContext
-from citegraph.tools.verifier import FunctionVerifier, register_verifier
+from citegraph.testing import stub_verifier
 
 DOCS = [
     Document(id="a", title="Alpha", text="Alpha was founded in 1901 by Ann. It is based in Paris."),
@@ -400,15 +400,18 @@ def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):
             gold_text[sent] = [ln.strip() for d, j in g
                                for ln in it["documents"][d - 1].text[slice(*it["spans"][d - 1][j])].split("\n")
                                if len(ln.strip()) > 20]
-    register_verifier("stub:lfqa-oracle", FunctionVerifier(
-        lambda premise, hyp: float(any(x in premise for x in gold_text.get(hyp, []))), spec="stub:lfqa-oracle",
-        threshold=0.5))
+    oracle = stub_verifier(lambda premise, hyp: float(any(x in premise for x in gold_text.get(hyp, []))))
+    # without --cite-sentences cite runs (and journals) the stage's own default
     from citegraph.nodes.attribution import SENTENCE_CANDIDATES
 
-    assert B.SENTENCE_CANDIDATES == SENTENCE_CANDIDATES  # the bench's default is the stage's
+    default_out = tmp_path / "default.json"
+    assert B.main(["--data", str(data), "--methods", "cite", "--verifier", oracle, "--limit", "1",
+                   "--output", str(default_out)]) == 0
+    first = json.loads((tmp_path / "default.json.items.jsonl").read_text().splitlines()[0])
+    assert first["settings"]["cite_sentences"] == SENTENCE_CANDIDATES
     spec, model = scripted(lambda m, k: "1: S1" if "Supporting sentences:" in m[-1].content else "- extract(S1)")
     out = tmp_path / "r.json"
-    common = ["--data", str(data), "--llm", spec, "--verifier", "stub:lfqa-oracle", "--cite-sentences", "0"]
+    common = ["--data", str(data), "--llm", spec, "--verifier", oracle, "--cite-sentences", "0"]
     assert B.main([*common, "--limit", "2", "--output", str(out)]) == 0
     res = json.loads(out.read_text())["results"]
     assert set(res) == {"genprog", "llm-prompt", "cite"} and res["genprog"]["predicted"] >= 1
