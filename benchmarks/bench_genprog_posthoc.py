@@ -137,6 +137,34 @@ def cite_stage(verifier, it: dict, sentences: int) -> tuple[list[set], list[dict
     return preds, raw
 
 
+def leaf_check(items: list[dict], records: list[dict], verifier) -> list[tuple[str, dict]]:
+    """genprog-posthoc's predicted source sentences re-scored by ``verifier`` (premise: the document sentence,
+    hypothesis: the answer sentence) and pruned after the fact: every leaf kept ("as run"), those scoring at
+    least a threshold, or the best one per answer sentence. Says whether checking the program's leaves
+    would pay; it cannot add a sentence the program did not choose (recall stays at most the "as run" row's)."""
+    by_id = {it["id"]: it for it in items}
+    flat = []
+    for r in records:
+        it = by_id[r["id"]]
+        for i, units in enumerate(r["genprog"]["predicted"]):
+            for d, j in map(tuple, units):
+                a, b = it["spans"][d - 1][j]
+                flat.append(((r["id"], i, (d, j)), it["documents"][d - 1].text[a:b], it["answer"][i]))
+    sc = dict(zip([k for k, _, _ in flat], verifier.score([(p, h) for _, p, h in flat])))
+    rules = [("as run", lambda xs: [u for u, _ in xs])]
+    rules += [(f"score >= {t}", lambda xs, t=t: [u for u, v in xs if v >= t]) for t in (0.1, 0.3, 0.5, 0.7)]
+    rules += [("best leaf", lambda xs: [u for u, _ in sorted(xs, key=lambda z: -z[1])[:1]])]
+    out = []
+    for name, rule in rules:
+        per_item = []
+        for r in records:
+            it = by_id[r["id"]]
+            per_item.append([(set(rule([(tuple(u), sc[(r["id"], i, tuple(u))]) for u in units])), g)
+                             for i, (units, g) in enumerate(zip(r["genprog"]["predicted"], it["gold"]))])
+        out.append((name, {**score([p for rows in per_item for p in rows]), "f1_ci": f1_interval(per_item)}))
+    return out
+
+
 def f1_interval(items: list[list[tuple[set, set]]], n: int = 2000, seed: int = 0) -> list[float]:
     """95% bootstrap interval of the micro F1: items resampled with replacement (an item's sentences together)."""
     import random
@@ -180,6 +208,9 @@ def main(argv=None) -> int:
                          "(the attribution stage alone, verifier only: each cited document's best sentence is the "
                          "predicted source sentence)")
     ap.add_argument("--verifier", default="default", help="cite: the verifier of the attribution stage")
+    ap.add_argument("--leaf-check", action="store_true",
+                    help="genprog: also re-score its predicted source sentences with --verifier and print what "
+                         "pruning them after the fact (by a threshold, or the best one per sentence) would score")
     ap.add_argument("--cite-sentences", type=int, default=None,
                     help="cite: a document's sentences checked alone against an answer sentence, those sharing the "
                          "most words with it (the stage's attribution_sentences knob; default: the stage's; 0 = all)")
@@ -303,6 +334,17 @@ def main(argv=None) -> int:
     ceiling = round(100 * shown_gold / all_gold, 1) if all_gold else 0.0
     print(f"recall ceiling: {ceiling}% of the gold pairs have their document sentence among the shown sources")
     print("paper (GPT-4o): GenerationPrograms 47.4 F1, LLM-prompt baseline 7.8 F1")
+    if args.leaf_check and "genprog" in methods:
+        if verifier is None:
+            from citegraph.tools.verifier import get_verifier
+
+            verifier = get_verifier(args.verifier)
+        rows = leaf_check(items, records, verifier)
+        print(f"genprog's predicted sentences pruned by {args.verifier} (premise: the document sentence)")
+        for name, r in rows:
+            print(f"{name:<14} P {r['precision']:>5}  R {r['recall']:>5}  F1 {r['f1']:>5} "
+                  f"[{r['f1_ci'][0]}, {r['f1_ci'][1]}]  pred {r['predicted']}")
+        results["genprog_leaf_check"] = dict(rows)
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(json.dumps({"args": vars(args), "results": results, "recall_ceiling": ceiling,

@@ -435,6 +435,24 @@ def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):
     assert B.main([*common, "--limit", "3", "--output", str(cut_out), "--max-source-sentences", "5"]) == 0
     assert json.loads(all_out.read_text())["recall_ceiling"] == 100.0
     assert json.loads(cut_out.read_text())["recall_ceiling"] < 100.0
+    # --leaf-check: program predictions that hold every gold sentence plus one wrong sentence each, pruned by
+    # the oracle, keep exactly the gold sentences the oracle can recognise (a line over 20 characters)
+    from citegraph.tools.verifier import get_verifier
+
+    recs = []
+    for it in items:
+        pred = []
+        for g in it["gold"]:
+            wrong = next((1, j) for j in range(len(it["spans"][0])) if (1, j) not in g)
+            pred.append(sorted(g | {wrong}))
+        recs.append({"id": it["id"], "genprog": {"predicted": pred}})
+    rows = dict(B.leaf_check(items, recs, get_verifier(oracle)))
+    recognised = sum(1 for it in items for sent, g in zip(it["answer"], it["gold"]) for d, j in g
+                     if any(len(ln.strip()) > 20 for ln in it["documents"][d - 1].text[slice(*it["spans"][d - 1][j])].split("\n")))
+    assert rows["as run"]["recall"] == 100.0 and rows["as run"]["precision"] < 100.0
+    assert rows["score >= 0.5"]["precision"] == 100.0 and rows["score >= 0.5"]["predicted"] == recognised > 0
+    assert B.main([*common, "--methods", "genprog", "--limit", "3", "--output", str(out), "--leaf-check"]) == 0
+    assert "score >= 0.5" in json.loads(out.read_text())["results"]["genprog_leaf_check"]
 
 
 def test_answer_carries_a_compact_trace_summary(scripted):
