@@ -155,8 +155,9 @@ def generate(label: str, method: str, over: dict, items, llm: str, out: Path, ve
     return done
 
 
-def post_pass(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, out: Path, **kw) -> dict[str, dict]:
-    path = out / slug(label) / slug(stage_verifier) / f"{mode}.jsonl"
+def post_pass(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, out: Path, tag: str = "",
+              **kw) -> dict[str, dict]:
+    path = out / slug(label) / slug(stage_verifier) / f"{mode}{slug(tag)}.jsonl"
     done = read_journal(path)
     todo = [i for i in gen if i not in done]
     if todo:
@@ -257,6 +258,10 @@ def main() -> int:
     else:
         items = load_squai(a.data, a.limit) if squai else load_items(a.data, limit=a.limit)
     knobs = {k: CliText(v) for k, _, v in (kv.partition("=") for kv in a.set)}
+    # the stage's own knobs (attribution_*) shape the post-pass; rows made with other values than the
+    # defaults are journalled and labelled apart (repair+attribution_simplify=false ...)
+    stage_knobs = {k: v for k, v in knobs.items() if k.startswith("attribution_")}
+    tag = "".join(f"+{k}={v}" for k, v in sorted(stage_knobs.items()))
     score_vs = [s for s in a.score_verifiers.split(",") if s]
     rows = []
     for label, method, over in variants([m for m in a.methods.split(",") if m], [f for f in a.formats.split(",") if f]):
@@ -269,25 +274,26 @@ def main() -> int:
             continue
         ids = [it.id for it in items if it.id in gen]
         mine = [it for it in items if it.id in gen]
-        ctx = make_context(method)
+        ctx = make_context(method, **stage_knobs)
         for mode in [m for m in a.modes.split(",") if m in MODES]:
             if mode == "off":
                 answers, stage_s = gen, None
             else:
                 if a.report_only:
-                    answers = read_journal(out / slug(label) / slug(a.stage_verifier) / f"{mode}.jsonl")
+                    answers = read_journal(out / slug(label) / slug(a.stage_verifier) / f"{mode}{slug(tag)}.jsonl")
                 else:
-                    answers = post_pass(label, mode, gen, a.stage_verifier, out, partial=ctx.attribution_partial,
-                                        max_docs=ctx.attribution_max_docs)
+                    answers = post_pass(label, mode, gen, a.stage_verifier, out, tag=tag,
+                                        partial=ctx.attribution_partial, max_docs=ctx.attribution_max_docs,
+                                        sentences=ctx.attribution_sentences, simplify=ctx.attribution_simplify)
                 answers = {i: r for i, r in answers.items() if i in gen}
                 stage_s = sum(r["stage_seconds"] for r in answers.values()) / max(1, len(answers))
             if len(answers) < len(ids):
                 continue
-            row = {"label": label, "mode": mode, "n": len(ids), "stage_s": stage_s,
+            row = {"label": label, "mode": mode + (tag if mode != "off" else ""), "n": len(ids), "stage_s": stage_s,
                    "gen_s": sum(gen[i]["seconds"] for i in ids) / len(ids),
                    "llm_calls": sum(gen[i]["usage"].get("llm_calls", 0) for i in ids) / len(ids)}
             for k, sv in enumerate(score_vs):
-                cache = out / slug(label) / slug(a.stage_verifier) / f"scores_{mode}_{slug(sv)}.json"
+                cache = out / slug(label) / slug(a.stage_verifier) / f"scores_{mode}{slug(tag) if mode != 'off' else ''}_{slug(sv)}.json"
                 if cache.is_file() and json.loads(cache.read_text()).get("ids") == ids:
                     per = json.loads(cache.read_text())["items"]
                 elif a.report_only:
@@ -312,7 +318,7 @@ def main() -> int:
             if a.deepeval:
                 # repair changes neither text nor documents: its scores are off's; off's need no stage verifier
                 jpath = (out / slug(label) / f"deepeval_off_{slug(a.llm)}.jsonl" if mode in ("off", "repair") else
-                         out / slug(label) / slug(a.stage_verifier) / f"deepeval_{mode}_{slug(a.llm)}.jsonl")
+                         out / slug(label) / slug(a.stage_verifier) / f"deepeval_{mode}{slug(tag)}_{slug(a.llm)}.jsonl")
                 off_path = out / slug(label) / f"deepeval_off_{slug(a.llm)}.jsonl"
                 same = (off_path, gen) if mode == "strict" else None
                 de = read_journal(jpath) if a.report_only else {r["id"]: r for r in deepeval_rows(mine, answers, a.llm, jpath, same)}

@@ -62,6 +62,19 @@ def test_keep_simplify_repoint_add(verifier, docs4):
     assert out.metadata["attribution"]["counts"] == {"supported": 4, "partial": 0, "unsupported": 0, "unchecked": 0}
 
 
+def test_simplify_off_keeps_citations_that_support_together(verifier, docs4):
+    """attribution_simplify=false: a sentence its citations support together keeps them all (each one's
+    evidence attached); one they do not support is still re-pointed, as with the Simplifier."""
+    ans = _answer(docs4,
+                  ("Beta is a river in Chile.", [2, 4]),        # supported by [2] alone, [4] unnecessary
+                  ("Gamma won the 1990 prize.", [4]))           # wrong document
+    out = attribute_answer(ans, verifier, mode="repair", simplify=False)
+    assert [s.citations for s in out.sentences] == [[2, 4], [3]]
+    assert [r["action"] for r in out.metadata["attribution"]["sentences"]] == ["kept", "re-pointed"]
+    assert {e.doc for e in out.sentences[0].evidence} == {2, 4}
+    assert attribute_answer(ans, verifier, mode="repair").sentences[0].citations == [2]  # the default simplifies
+
+
 def test_joint_support_needs_two_documents(verifier, docs4):
     ans = _answer(docs4, ("Ann founded Alpha and Gamma won the 1990 prize.", []))
     out = attribute_answer(ans, verifier, mode="repair")
@@ -133,6 +146,21 @@ def test_vanilla_repair_through_the_graph(scripted, docs):
     assert [s.citations for s in rep.sentences] == [[1], [2]]
     assert [s.support for s in rep.sentences] == ["supported", "supported"]
     assert rep.metadata["attribution"]["dropped"][0]["text"] == "The sky is green."
+
+
+def test_simplify_knob_reaches_the_graphs_stage(scripted, docs):
+    from citegraph.graphs.registry import build_graph, make_context
+
+    register_verifier("stub:overlap-simplify", FunctionVerifier(overlap, spec="stub:overlap-simplify", threshold=0.99))
+    g = build_graph("vanilla")
+    inp = {"question": "Tell me about Alpha.", "documents": docs}
+    got = []
+    for simplify in (True, False):
+        spec, _ = scripted(["Alpha was founded in 1901 by Ann [1][2]."])
+        ctx = make_context("vanilla", llm=spec, verifier="stub:overlap-simplify", attribution="repair",
+                           attribution_simplify=simplify)
+        got.append([s.citations for s in g.invoke(inp, context=ctx)["answer"].sentences])
+    assert got == [[[1]], [[1, 2]]]
 
 
 def test_bad_mode_is_a_one_line_error():

@@ -116,7 +116,7 @@ class _Scorer:
 def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair", partial: float = 0.2,
                      max_docs: int = MAX_CITATIONS, candidates: list[list[int]] | None = None,
                      max_evidence: int = 1, verifier_spec: str | None = None,
-                     sentences: int = SENTENCE_CANDIDATES) -> AttributedAnswer:
+                     sentences: int = SENTENCE_CANDIDATES, simplify: bool = True) -> AttributedAnswer:
     """The stage on one answer (``mode`` repair or strict); returns a new answer. ``candidates[i]``
     limits the documents sentence ``i`` may be re-pointed to (default: all of the answer's).
 
@@ -128,7 +128,9 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     most words with it; 0: all of them).
 
     The sentences' own citations are checked first; the other documents only for the sentences
-    those do not support (most of the cost of an answer that cites well is saved)."""
+    those do not support (most of the cost of an answer that cites well is saved). ``simplify``: a
+    sentence its own citations support keeps only their smallest entailing subset (RAAC's Simplifier);
+    False keeps them all when together they entail it (at most ``max_docs`` of them)."""
     if mode not in ("repair", "strict"):
         raise ValueError(f"attribution mode must be repair or strict here, got {mode!r}")
     docs = answer.documents
@@ -190,6 +192,10 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     joint: dict[int, list[tuple[int, ...]]] = {}
     for i in todo:
         own = [check(i, sub) for sub in own_subs[i]]
+        whole = next((c for c in own if set(c.subset) == set(written[i])), None)
+        if not simplify and whole is not None and whole.entails:
+            decided[i] = (sorted(written[i]), whole.score, "kept")
+            continue
         kept = minimal_subset(own)
         if kept:
             decided[i] = (kept, next(c.score for c in own if c.subset == kept),
@@ -290,4 +296,5 @@ def attribution(state: Any, runtime: Runtime) -> dict:
     candidates = getattr(state, "attribution_candidates", None) or None
     return {"answer": attribute_answer(answer, verifier, mode=mode, partial=ctx.attribution_partial,
                                        max_docs=ctx.attribution_max_docs, candidates=candidates,
-                                       verifier_spec=ctx.verifier, sentences=ctx.attribution_sentences)}
+                                       verifier_spec=ctx.verifier, sentences=ctx.attribution_sentences,
+                                       simplify=ctx.attribution_simplify)}

@@ -243,6 +243,10 @@ class BaseContext:
     attribution_sentences: int = knob(4, "Attribution stage: how many of a document's sentences are checked on their "
                                          "own against an answer sentence (the ones sharing the most words with it; "
                                          "0 = every sentence); the whole document is always checked too.", ge=0, le=100)
+    attribution_simplify: bool = knob(True, "Attribution stage: when a sentence's own citations together support it, keep "
+                                            "only the smallest subset of them that does (RAAC's Simplifier: ALCE's precision "
+                                            "counts a citation the others make unnecessary as irrelevant); false keeps them "
+                                            "all, so a sentence the verifier finds supported as written keeps its citations.")
 
     def __post_init__(self) -> None:
         # types and ranges are checked here (by pydantic), so the CLI's --set, a Python caller and a

@@ -93,7 +93,8 @@ def rewrite(state: CiteState, runtime: Runtime[CiteContext]) -> dict:
     draft = ans.model_copy(update={"sentences": sents})
     out = attribute_answer(draft, verifier, mode=ctx.attribution, partial=ctx.attribution_partial,
                            max_docs=ctx.attribution_max_docs, candidates=state.attribution_candidates or None,
-                           verifier_spec=ctx.verifier, sentences=ctx.attribution_sentences)
+                           verifier_spec=ctx.verifier, sentences=ctx.attribution_sentences,
+                           simplify=ctx.attribution_simplify)
     for r in out.metadata["attribution"]["sentences"]:
         if r["sentence"] in rewritten:
             r["rewritten_from"] = rewritten[r["sentence"]]
