@@ -164,6 +164,7 @@ def post_pass(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, 
         v = get_verifier(stage_verifier)
         for i in todo:
             ans = AttributedAnswer.model_validate(gen[i]["answer"])
+            v.clear_cache()  # the stage's seconds as in a graph run: nothing scored before it (the scoring of off)
             t0 = time.perf_counter()
             new = attribute_answer(ans, v, mode=mode, verifier_spec=stage_verifier, **kw)
             row = {"id": i, "answer": new.model_dump(mode="json"), "stage_seconds": round(time.perf_counter() - t0, 3),
@@ -171,6 +172,29 @@ def post_pass(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, 
             append(path, row)
             done[i] = row
     return done
+
+
+def retime(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, out: Path, tag: str = "",
+           **kw) -> tuple[float, float, int, int]:
+    """The stage run again on the journalled answers, each with the verifier's cache emptied first (as in
+    a graph run, where nothing was scored before the stage); returns the journal's and this run's mean
+    seconds, and how many of the new answers equal the journal's (citations and statuses)."""
+    done = read_journal(out / slug(label) / slug(stage_verifier) / f"{mode}{slug(tag)}.jsonl")
+    v = get_verifier(stage_verifier)
+    old_s, new_s, same = [], [], 0
+    ids = [i for i in gen if i in done]
+    for i in ids:
+        ans = AttributedAnswer.model_validate(gen[i]["answer"])
+        v.clear_cache()
+        t0 = time.perf_counter()
+        new = attribute_answer(ans, v, mode=mode, verifier_spec=stage_verifier, **kw)
+        new_s.append(time.perf_counter() - t0)
+        old_s.append(done[i]["stage_seconds"])
+        was = AttributedAnswer.model_validate(done[i]["answer"])
+        same += [(x.citations, x.support) for x in new.sentences] == [(x.citations, x.support) for x in was.sentences]
+        print(f"  {label} {mode}{tag} {i}: journal {old_s[-1]:.2f} s, cold {new_s[-1]:.2f} s", file=sys.stderr, flush=True)
+    n = max(1, len(ids))
+    return sum(old_s) / n, sum(new_s) / n, same, len(ids)
 
 
 def records(items, answers: dict[str, dict]) -> list[dict]:
@@ -243,6 +267,10 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--report-only", action="store_true", help="print the tables from the journals; run nothing new")
     ap.add_argument("--no-generate", action="store_true", help="score only the items already generated")
+    ap.add_argument("--retime", action="store_true",
+                    help="run the stage again on the journalled answers with the verifier's cache emptied before each "
+                         "(journals written before this existed timed it after off's scoring had filled the cache); "
+                         "print the journal's and the cold seconds and whether the answers are the same; score nothing")
     ap.add_argument("--modes", default=",".join(MODES), help="attribution modes to report (off,repair,strict)")
     ap.add_argument("--index", default="", help="SQuAI's questions: the index the methods retrieve from")
     ap.add_argument("--deepeval", action="store_true", help="add the DeepEval-style mean (judge: --llm)")
@@ -264,6 +292,18 @@ def main() -> int:
     tag = "".join(f"+{k}={v}" for k, v in sorted(stage_knobs.items()))
     score_vs = [s for s in a.score_verifiers.split(",") if s]
     rows = []
+    if a.retime:
+        print("| method | attribution | n | stage s/q (journal) | stage s/q (cold cache) | same answers |\n|---|---|---|---|---|---|")
+        for label, method, over in variants([m for m in a.methods.split(",") if m], [f for f in a.formats.split(",") if f]):
+            gen = read_journal(out / slug(label) / "answers.jsonl")
+            gen = {it.id: gen[it.id] for it in items if it.id in gen}
+            ctx = make_context(method, **stage_knobs)
+            for mode in [m for m in a.modes.split(",") if m in MODES and m != "off"]:
+                j, c, same, n = retime(label, mode, gen, a.stage_verifier, out, tag, partial=ctx.attribution_partial,
+                                       max_docs=ctx.attribution_max_docs, sentences=ctx.attribution_sentences,
+                                       simplify=ctx.attribution_simplify)
+                print(f"| {label} | {mode}{tag} | {n} | {j:.2f} | {c:.2f} | {same} of {n} |", flush=True)
+        return 0
     for label, method, over in variants([m for m in a.methods.split(",") if m], [f for f in a.formats.split(",") if f]):
         if a.report_only or a.no_generate:
             gen = read_journal(out / slug(label) / "answers.jsonl")
