@@ -162,6 +162,7 @@ def post_pass(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, 
     todo = [i for i in gen if i not in done]
     if todo:
         v = get_verifier(stage_verifier)
+        v.score([("Warm-up.", "Warm-up.")])  # the model's load is not the stage's cost
         for i in todo:
             ans = AttributedAnswer.model_validate(gen[i]["answer"])
             v.clear_cache()  # the stage's seconds as in a graph run: nothing scored before it (the scoring of off)
@@ -181,6 +182,7 @@ def retime(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, out
     seconds, and how many of the new answers equal the journal's (citations and statuses)."""
     done = read_journal(out / slug(label) / slug(stage_verifier) / f"{mode}{slug(tag)}.jsonl")
     v = get_verifier(stage_verifier)
+    v.score([("Warm-up.", "Warm-up.")])  # the model's load is not the stage's cost
     old_s, new_s, same = [], [], 0
     ids = [i for i in gen if i in done]
     for i in ids:

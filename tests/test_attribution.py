@@ -73,6 +73,11 @@ def test_simplify_off_keeps_citations_that_support_together(verifier, docs4):
     assert [r["action"] for r in out.metadata["attribution"]["sentences"]] == ["kept", "re-pointed"]
     assert {e.doc for e in out.sentences[0].evidence} == {2, 4}
     assert attribute_answer(ans, verifier, mode="repair").sentences[0].citations == [2]  # the default simplifies
+    # more citations than max_docs: the first max_docs are kept together, not cut to the smallest subset
+    many = _answer(docs4, ("Beta is a river in Chile.", [1, 2, 3, 4]))
+    out = attribute_answer(many, verifier, mode="repair", simplify=False, max_docs=3)
+    assert out.sentences[0].citations == [1, 2, 3]
+    assert out.metadata["attribution"]["sentences"][0]["action"] == "simplified"
 
 
 def test_joint_support_needs_two_documents(verifier, docs4):

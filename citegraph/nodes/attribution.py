@@ -192,9 +192,11 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     joint: dict[int, list[tuple[int, ...]]] = {}
     for i in todo:
         own = [check(i, sub) for sub in own_subs[i]]
-        whole = next((c for c in own if set(c.subset) == set(written[i])), None)
+        # simplify off: the largest set checked (all the written citations, or the first max_docs of them)
+        whole = max(own, key=lambda c: len(c.subset), default=None)
         if not simplify and whole is not None and whole.entails:
-            decided[i] = (sorted(written[i]), whole.score, "kept")
+            decided[i] = (list(whole.subset), whole.score,
+                          "kept" if set(whole.subset) == set(written[i]) else "simplified")
             continue
         kept = minimal_subset(own)
         if kept:
