@@ -131,6 +131,8 @@ def test_every_graph_ends_with_the_stage():
         ctx = context_class(name)()
         expected = "repair" if name in ("squai", "rag", "ginger", "odmds", "genprog-posthoc", "cite") else "off"
         assert ctx.attribution == expected, name
+        # GINGER keeps a sentence's own passages while together they support it; the others simplify
+        assert ctx.attribution_simplify is (name != "ginger"), name
 
 
 def test_vanilla_repair_through_the_graph(scripted, docs):
