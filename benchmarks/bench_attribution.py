@@ -51,7 +51,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from citegraph.eval.scoring import bootstrap, score_records, summarize  # noqa: E402
 from citegraph.graphs.registry import build_graph, context_class, make_context  # noqa: E402
-from citegraph.nodes.attribution import attribute_answer  # noqa: E402
+from citegraph.nodes.attribution import attribute_answer, stage_options  # noqa: E402
 from citegraph.run.datasets import Item, load_items  # noqa: E402
 from citegraph.run.runner import answer_item, make_record  # noqa: E402
 from citegraph.state import AttributedAnswer  # noqa: E402
@@ -155,21 +155,32 @@ def generate(label: str, method: str, over: dict, items, llm: str, out: Path, ve
     return done
 
 
+def stage_verifier_loaded(spec: str):
+    """The stage's verifier, its model loaded (a model's load is not the stage's cost)."""
+    v = get_verifier(spec)
+    v.score([("Warm-up.", "Warm-up.")])
+    return v
+
+
+def timed_stage(v, ans: AttributedAnswer, mode: str, spec: str, **kw) -> tuple[AttributedAnswer, float]:
+    """The stage on one answer with the verifier's cache emptied first, as in a graph run (nothing scored
+    before it: not the scoring of off); the new answer and its seconds."""
+    v.clear_cache()
+    t0 = time.perf_counter()
+    new = attribute_answer(ans, v, mode=mode, verifier_spec=spec, **kw)
+    return new, time.perf_counter() - t0
+
+
 def post_pass(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, out: Path, tag: str = "",
               **kw) -> dict[str, dict]:
     path = out / slug(label) / slug(stage_verifier) / f"{mode}{slug(tag)}.jsonl"
     done = read_journal(path)
     todo = [i for i in gen if i not in done]
     if todo:
-        v = get_verifier(stage_verifier)
-        v.score([("Warm-up.", "Warm-up.")])  # the model's load is not the stage's cost
+        v = stage_verifier_loaded(stage_verifier)
         for i in todo:
-            ans = AttributedAnswer.model_validate(gen[i]["answer"])
-            v.clear_cache()  # the stage's seconds as in a graph run: nothing scored before it (the scoring of off)
-            t0 = time.perf_counter()
-            new = attribute_answer(ans, v, mode=mode, verifier_spec=stage_verifier, **kw)
-            row = {"id": i, "answer": new.model_dump(mode="json"), "stage_seconds": round(time.perf_counter() - t0, 3),
-                   "commit": commit()}
+            new, dt = timed_stage(v, AttributedAnswer.model_validate(gen[i]["answer"]), mode, stage_verifier, **kw)
+            row = {"id": i, "answer": new.model_dump(mode="json"), "stage_seconds": round(dt, 3), "commit": commit()}
             append(path, row)
             done[i] = row
     return done
@@ -177,20 +188,16 @@ def post_pass(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, 
 
 def retime(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, out: Path, tag: str = "",
            **kw) -> tuple[float, float, int, int]:
-    """The stage run again on the journalled answers, each with the verifier's cache emptied first (as in
-    a graph run, where nothing was scored before the stage); returns the journal's and this run's mean
-    seconds, and how many of the new answers equal the journal's (citations and statuses)."""
+    """The stage run again, cold, on the journalled answers (journals written before the post-pass emptied
+    the cache timed it warm); returns the journal's and this run's mean seconds, and how many of the new
+    answers equal the journal's (citations and statuses)."""
     done = read_journal(out / slug(label) / slug(stage_verifier) / f"{mode}{slug(tag)}.jsonl")
-    v = get_verifier(stage_verifier)
-    v.score([("Warm-up.", "Warm-up.")])  # the model's load is not the stage's cost
+    v = stage_verifier_loaded(stage_verifier)
     old_s, new_s, same = [], [], 0
     ids = [i for i in gen if i in done]
     for i in ids:
-        ans = AttributedAnswer.model_validate(gen[i]["answer"])
-        v.clear_cache()
-        t0 = time.perf_counter()
-        new = attribute_answer(ans, v, mode=mode, verifier_spec=stage_verifier, **kw)
-        new_s.append(time.perf_counter() - t0)
+        new, dt = timed_stage(v, AttributedAnswer.model_validate(gen[i]["answer"]), mode, stage_verifier, **kw)
+        new_s.append(dt)
         old_s.append(done[i]["stage_seconds"])
         was = AttributedAnswer.model_validate(done[i]["answer"])
         same += [(x.citations, x.support) for x in new.sentences] == [(x.citations, x.support) for x in was.sentences]
@@ -301,9 +308,7 @@ def main() -> int:
             gen = {it.id: gen[it.id] for it in items if it.id in gen}
             ctx = make_context(method, **stage_knobs)
             for mode in [m for m in a.modes.split(",") if m in MODES and m != "off"]:
-                j, c, same, n = retime(label, mode, gen, a.stage_verifier, out, tag, partial=ctx.attribution_partial,
-                                       max_docs=ctx.attribution_max_docs, sentences=ctx.attribution_sentences,
-                                       simplify=ctx.attribution_simplify)
+                j, c, same, n = retime(label, mode, gen, a.stage_verifier, out, tag, **stage_options(ctx))
                 print(f"| {label} | {mode}{tag} | {n} | {j:.2f} | {c:.2f} | {same} of {n} |", flush=True)
         return 0
     for label, method, over in variants([m for m in a.methods.split(",") if m], [f for f in a.formats.split(",") if f]):
@@ -324,9 +329,7 @@ def main() -> int:
                 if a.report_only:
                     answers = read_journal(out / slug(label) / slug(a.stage_verifier) / f"{mode}{slug(tag)}.jsonl")
                 else:
-                    answers = post_pass(label, mode, gen, a.stage_verifier, out, tag=tag,
-                                        partial=ctx.attribution_partial, max_docs=ctx.attribution_max_docs,
-                                        sentences=ctx.attribution_sentences, simplify=ctx.attribution_simplify)
+                    answers = post_pass(label, mode, gen, a.stage_verifier, out, tag=tag, **stage_options(ctx))
                 answers = {i: r for i, r in answers.items() if i in gen}
                 stage_s = sum(r["stage_seconds"] for r in answers.values()) / max(1, len(answers))
             if len(answers) < len(ids):

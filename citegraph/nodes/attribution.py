@@ -286,6 +286,12 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     return out
 
 
+def stage_options(ctx: Any) -> dict[str, Any]:
+    """A Context's ``attribution_*`` knobs as :func:`attribute_answer`'s keyword arguments."""
+    return {"partial": ctx.attribution_partial, "max_docs": ctx.attribution_max_docs,
+            "sentences": ctx.attribution_sentences, "simplify": ctx.attribution_simplify}
+
+
 def attribution(state: Any, runtime: Runtime) -> dict:
     """Graph node: the stage on ``state.answer`` as the Context's ``attribution`` knob says."""
     ctx = runtime.context
@@ -296,7 +302,5 @@ def attribution(state: Any, runtime: Runtime) -> dict:
     verifier = get_verifier(ctx.verifier)
     # a graph that retrieved evidence per sentence (cite) limits each sentence to its own candidates
     candidates = getattr(state, "attribution_candidates", None) or None
-    return {"answer": attribute_answer(answer, verifier, mode=mode, partial=ctx.attribution_partial,
-                                       max_docs=ctx.attribution_max_docs, candidates=candidates,
-                                       verifier_spec=ctx.verifier, sentences=ctx.attribution_sentences,
-                                       simplify=ctx.attribution_simplify)}
+    return {"answer": attribute_answer(answer, verifier, mode=mode, candidates=candidates, verifier_spec=ctx.verifier,
+                                       **stage_options(ctx))}

@@ -88,6 +88,14 @@ def attribution_knob(default: str) -> Any:
     return knob(default, ATTRIBUTION_HELP, choices=ATTRIBUTION_MODES)
 
 
+def simplify_knob(default: bool) -> Any:
+    """The ``attribution_simplify`` knob with a method's default."""
+    return knob(default, "Attribution stage: when a sentence's own citations together support it, keep only the "
+                         "smallest subset of them that does (true: RAAC's Simplifier; ALCE's precision counts a "
+                         "citation the others make unnecessary as irrelevant); false keeps them all, so a sentence "
+                         "the verifier finds supported as written keeps its citations.")
+
+
 _SIMPLE_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
 _BOUND_KEYS = ("ge", "le", "choices")
 
@@ -243,10 +251,7 @@ class BaseContext:
     attribution_sentences: int = knob(4, "Attribution stage: how many of a document's sentences are checked on their "
                                          "own against an answer sentence (the ones sharing the most words with it; "
                                          "0 = every sentence); the whole document is always checked too.", ge=0, le=100)
-    attribution_simplify: bool = knob(True, "Attribution stage: when a sentence's own citations together support it, keep "
-                                            "only the smallest subset of them that does (RAAC's Simplifier: ALCE's precision "
-                                            "counts a citation the others make unnecessary as irrelevant); false keeps them "
-                                            "all, so a sentence the verifier finds supported as written keeps its citations.")
+    attribution_simplify: bool = simplify_knob(True)
 
     def __post_init__(self) -> None:
         # types and ranges are checked here (by pydantic), so the CLI's --set, a Python caller and a

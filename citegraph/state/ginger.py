@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob, simplify_knob
 
 DETECT_FORMATS = ("json", "tagged")
 CLUSTERINGS = ("bertopic", "lsa")
@@ -21,10 +21,8 @@ class GingerContext(BaseContext):
     """Knobs of GINGER."""
 
     attribution: str = attribution_knob("repair")
-    attribution_simplify: bool = knob(False, "Attribution stage: when a sentence's own citations together support it, keep "
-                                             "only the smallest subset of them that does (true: RAAC's Simplifier); false "
-                                             "(GINGER's default) keeps them all, so a sentence keeps the passages its nuggets "
-                                             "came from as long as together they support it.")
+    # a sentence keeps the passages its nuggets came from while together they support it (docs/methods/ginger.md)
+    attribution_simplify: bool = simplify_knob(False)
 
     max_new_tokens: int = knob(400, "Maximum tokens per LLM call (detection copies a passage in the tagged format, so it needs room).")
     top_n: int = knob(20, "Use the first top_n documents as the passages (the paper: 5, 10 or 20). 0 = all given.")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from citegraph.errors import InputError
-from citegraph.nodes.attribution import attribute_answer
+from citegraph.nodes.attribution import attribute_answer, stage_options
 from citegraph.nodes.retrieve import hit_document
 from citegraph.prompts.cite import rewrite_prompt
 from citegraph.state import AttributedAnswer, CitedSentence, Document
@@ -91,10 +91,8 @@ def rewrite(state: CiteState, runtime: Runtime[CiteContext]) -> dict:
     if not rewritten:
         return {}
     draft = ans.model_copy(update={"sentences": sents})
-    out = attribute_answer(draft, verifier, mode=ctx.attribution, partial=ctx.attribution_partial,
-                           max_docs=ctx.attribution_max_docs, candidates=state.attribution_candidates or None,
-                           verifier_spec=ctx.verifier, sentences=ctx.attribution_sentences,
-                           simplify=ctx.attribution_simplify)
+    out = attribute_answer(draft, verifier, mode=ctx.attribution, candidates=state.attribution_candidates or None,
+                           verifier_spec=ctx.verifier, **stage_options(ctx))
     for r in out.metadata["attribution"]["sentences"]:
         if r["sentence"] in rewritten:
             r["rewritten_from"] = rewritten[r["sentence"]]
