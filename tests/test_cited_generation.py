@@ -216,13 +216,20 @@ def test_vanilla_knob_default_free_and_constrained_in_the_graph(scripted):
                    context=make_context("vanilla", llm=spec, cite_format="constrained", cite_max_sentences=3))["answer"]
     assert model.calls[-1]["kwargs"]["grammar"] == citation_grammar(3, max_sentences=3)
     assert ans.metadata["cite_format"] == "grammar" and [s.citations for s in ans.sentences] == [[1], [2]]
+    g.invoke({"question": "Q?", "documents": DOCS},
+             context=make_context("vanilla", llm=spec, cite_format="constrained", cite_min_sentences=2))
+    assert model.calls[-1]["kwargs"]["grammar"] == citation_grammar(3, min_sentences=2, max_sentences=5)
+    assert "write 2 to 5 complete sentences" in str(model.calls[-1]["messages"][-1].content)
+    g.invoke({"question": "Q?", "documents": DOCS},  # a minimum above the maximum is capped at it
+             context=make_context("vanilla", llm=spec, cite_format="constrained", cite_min_sentences=4, cite_max_sentences=2))
+    assert model.calls[-1]["kwargs"]["grammar"] == citation_grammar(3, min_sentences=2, max_sentences=2)
 
 
 def test_rag_constrained_skips_the_citation_retry(scripted):
     spec, model = scripted(["Beta is a river in Chile [1]."])
     ans = build_graph("rag").invoke({"question": "Which river is in Chile?", "documents": DOCS},
                                     context=make_context("rag", llm=spec, top_k=2))["answer"]
-    assert len(model.calls) == 1 and "grammar" in model.calls[0]["kwargs"]
+    assert len(model.calls) == 1 and model.calls[0]["kwargs"]["grammar"] == citation_grammar(2, min_sentences=2, max_sentences=5)
     assert ans.metadata["cite_format"] == "grammar" and all(s.citations for s in ans.sentences)
     assert not any("retry" in w for w in ans.warnings)
 

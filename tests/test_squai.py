@@ -335,7 +335,7 @@ def test_constrained_final_call_gets_the_grammar_over_its_documents(scripted, ve
     state = final_state(graph_name, ctx_cls(llm=spec, verifier=verifier[0], attribution="off"))  # constrained is the default
     final = [c for c in model.calls if "grammar" in c["kwargs"]]
     n = len(state["merged"]) if graph_name == "squai" else len(state["retrieved"])
-    assert len(final) == 1 and final[0]["kwargs"]["grammar"] == citation_grammar(n, max_sentences=5)
+    assert len(final) == 1 and final[0]["kwargs"]["grammar"] == citation_grammar(n, min_sentences=2, max_sentences=5)
     ans = state["answer"]
     assert [s.citations for s in ans.sentences] == [[1]] and ans.metadata["cite_format"] == "grammar"
     assert state["citation_retry"] == [] and any("out-of-range citation(s) [12]" in w for w in ans.warnings)

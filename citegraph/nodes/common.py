@@ -46,12 +46,16 @@ def cited_reply(spec: str, prompt: str, n_docs: int, *, retries: int, reminder: 
     return reply, notes
 
 
-def constrained_reply(spec: str, prompt: str, n_docs: int, *, max_sentences: int, **kwargs) -> tuple[Reply, str, list[str]]:
+def constrained_reply(spec: str, prompt: str, n_docs: int, ctx: Any, **kwargs) -> tuple[Reply, str, list[str]]:
     """The final composition call with ``cite_format=constrained``: every sentence cites 1-2 of the
-    ``n_docs`` numbered documents by construction (``tools.models.cited_sentences``). Returns the
-    reply as ``[n]``-cited text, how it was constrained (grammar | json_schema | free) and what
-    happened on the way, each note ready for the answer's warnings."""
-    r = cited_sentences(spec, prompt, n_docs, max_sentences=max_sentences, **kwargs)
+    ``n_docs`` numbered documents by construction (``tools.models.cited_sentences``), between the
+    Context's ``cite_min_sentences`` and ``cite_max_sentences`` sentences. Returns the reply as
+    ``[n]``-cited text, how it was constrained (grammar | json_schema | free) and what happened on
+    the way, each note ready for the answer's warnings."""
+    hi = ctx.cite_max_sentences
+    lo = min(ctx.cite_min_sentences, hi)
+    r = cited_sentences(spec, prompt, n_docs, min_sentences=lo, max_sentences=hi,
+                        temperature=ctx.temperature, max_tokens=ctx.max_new_tokens, **kwargs)
     return Reply(r.text, r.finish_reason), r.mode, [f"cite_format=constrained ({r.mode}): {n}" for n in r.notes]
 
 
@@ -59,8 +63,7 @@ def composed(ctx: Any, prompt: str, n_docs: int, reminder: str) -> dict[str, Any
     """The final composition call as the Context's ``cite_format`` says, as a state update: constrained
     (:func:`constrained_reply`) or free with the citation retry (:func:`cited_reply`, ``reminder``)."""
     if ctx.cite_format == "constrained":
-        reply, mode, notes = constrained_reply(ctx.llm, prompt, n_docs, max_sentences=ctx.cite_max_sentences,
-                                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+        reply, mode, notes = constrained_reply(ctx.llm, prompt, n_docs, ctx)
         return {"prompt": prompt, "generation": reply.text, "truncated": reply.truncated, "citation_retry": [],
                 "cite_mode": mode, "cite_notes": notes}
     reply, retry = cited_reply(ctx.llm, prompt, n_docs, retries=ctx.citation_retries, reminder=reminder,

@@ -301,8 +301,11 @@ class CiteFormatKnobs:
     """The two knobs of a graph whose final call can cite by construction (``tools.models.cited_sentences``)."""
 
     cite_format: str = knob("free", CITE_FORMAT_HELP, choices=CITE_FORMATS)
-    cite_max_sentences: int = knob(5, "cite_format=constrained: the answer has 1 to this many sentences (the grammar "
+    cite_max_sentences: int = knob(5, "cite_format=constrained: the answer has at most this many sentences (the grammar "
                                       "or schema bounds it; max_new_tokens still applies).", ge=1, le=30)
+    cite_min_sentences: int = knob(1, "cite_format=constrained: the answer has at least this many sentences (the grammar or "
+                                      "schema bounds it; capped at cite_max_sentences). With 1 the model may stop "
+                                      "after its first cited sentence.", ge=1, le=30)
 
 
 class InputState(BaseModel):

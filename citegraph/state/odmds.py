@@ -31,7 +31,7 @@ class OdmdsContext(CiteFormatKnobs, BaseContext):
     cite_format: str = knob("constrained", CITE_FORMAT_HELP + " The final summary uses it; constrained by default "
                                            "because every summary sentence must be checkable against the K chunks.",
                             choices=CITE_FORMATS)
-    cite_max_sentences: int = knob(8, "cite_format=constrained: the summary has 1 to this many sentences.", ge=1, le=30)
+    cite_max_sentences: int = knob(8, "cite_format=constrained: the summary has at most this many sentences.", ge=1, le=30)
     # retrieval + re-rank (Sec. 3.1.3, App. C.3)
     top_k: int = knob(20, "K: chunks given to the summarizer (the paper found 20 best on ODSum-Story; 3/8/10 in its retrieval table).", ge=1)
     candidate_factor: int = knob(10, "The candidate set is the top candidate_factor·K chunks of the first retrieval (the paper: 10K).", ge=1)

@@ -80,6 +80,10 @@ class SquaiContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
                                            "because every answer sentence must be checkable against the merged documents, "
                                            "and free decoding of the embedded model mostly writes no [n].",
                             choices=CITE_FORMATS)
+    cite_min_sentences: int = knob(2, "cite_format=constrained: the answer has at least this many sentences (capped at "
+                                      "cite_max_sentences). 2 here, so that the grammar does not let the model stop after its "
+                                      "first cited sentence when the question has more to it (set 1 to allow one-sentence "
+                                      "answers); squai and rag share it so that they are compared on equal terms.", ge=1, le=30)
 
 
 @dataclass(kw_only=True)
@@ -98,6 +102,10 @@ class RagContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
                                     "cite_format=constrained.", ge=0, le=3)
     cite_format: str = knob("constrained", CITE_FORMAT_HELP + " Constrained by default for the same reason as squai's "
                                            "(compared on equal terms).", choices=CITE_FORMATS)
+    cite_min_sentences: int = knob(2, "cite_format=constrained: the answer has at least this many sentences (capped at "
+                                      "cite_max_sentences). 2 here, so that the grammar does not let the model stop after its "
+                                      "first cited sentence when the question has more to it (set 1 to allow one-sentence "
+                                      "answers); squai and rag share it so that they are compared on equal terms.", ge=1, le=30)
 
 
 # --------------------------------------------------------------------------- trace records

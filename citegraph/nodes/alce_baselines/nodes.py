@@ -81,8 +81,7 @@ def _generate(kind: str, state: ShorterState, ctx) -> dict:
     kept, short = _shown(state)
     prompt = build_shorter_prompt(state.question, short, kind=kind, demos_file=ctx.demos_file or None, ndemo=ctx.ndemo)
     if ctx.cite_format == "constrained" and short:
-        reply, mode, notes = constrained_reply(ctx.llm, prompt, len(short), max_sentences=ctx.cite_max_sentences,
-                                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+        reply, mode, notes = constrained_reply(ctx.llm, prompt, len(short), ctx)
         return {"prompt": prompt, "generation": reply.text, "kept": kept, "cite_mode": mode, "cite_notes": notes}
     text = chat_text(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
     return {"prompt": prompt, "generation": text, "kept": kept, "cite_mode": "", "cite_notes": []}
@@ -141,8 +140,7 @@ def sample(state: RerankState, runtime: Runtime[RerankContext]) -> dict:
         max_doc_words=ctx.max_doc_words or None,
     )
     if ctx.cite_format == "constrained" and state.documents:
-        replies = [constrained_reply(ctx.llm, prompt, len(state.documents), max_sentences=ctx.cite_max_sentences,
-                                     temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+        replies = [constrained_reply(ctx.llm, prompt, len(state.documents), ctx)
                    for _ in range(max(1, ctx.n_samples))]
         notes = [f"sample {i}: {n}" for i, (_, _, ns) in enumerate(replies, 1) for n in ns]
         return {"prompt": prompt, "candidates": [Candidate(text=r.text) for r, _, _ in replies],

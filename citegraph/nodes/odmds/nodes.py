@@ -244,8 +244,7 @@ def summarize(state: OdmdsState, runtime: Runtime[OdmdsContext]) -> dict:
     contexts = [(c.document.title, refined.get(i, c.document.text)) for i, c in enumerate(state.selected, 1)]
     prompt = summary_prompt(state.question, contexts)
     if ctx.cite_format == "constrained" and contexts:
-        reply, mode, notes = constrained_reply(ctx.llm, prompt, len(contexts), max_sentences=ctx.cite_max_sentences,
-                                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+        reply, mode, notes = constrained_reply(ctx.llm, prompt, len(contexts), ctx)
         return {"prompt": prompt, "generation": reply.text, "cite_mode": mode, "cite_notes": notes}
     text = chat_text(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens) if contexts else ""
     return {"prompt": prompt, "generation": text, "cite_mode": "", "cite_notes": []}

@@ -16,8 +16,7 @@ def generate(state: VanillaState, runtime: Runtime[VanillaContext]) -> dict:
         max_doc_words=ctx.max_doc_words or None,
     )
     if ctx.cite_format == "constrained" and state.documents:
-        reply, mode, notes = constrained_reply(ctx.llm, prompt, len(state.documents), max_sentences=ctx.cite_max_sentences,
-                                               temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
+        reply, mode, notes = constrained_reply(ctx.llm, prompt, len(state.documents), ctx)
         return {"prompt": prompt, "generation": reply.text, "cite_mode": mode, "cite_notes": notes}
     text = chat_text(ctx.llm, prompt, temperature=ctx.temperature, max_tokens=ctx.max_new_tokens)
     return {"prompt": prompt, "generation": text, "cite_mode": "", "cite_notes": []}
