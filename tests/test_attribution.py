@@ -229,6 +229,27 @@ def test_cite_rewrite_rechecks(tmp_path, capsys, docs4, scripted):
     assert rec["action"] == "rewritten" and rec["rewritten_from"] == "Beta is a lake in Peru."
 
 
+@pytest.mark.parametrize("partial, support", [("0.5", "partial"), ("0.9", "unsupported")])
+def test_cite_rewrite_recheck_follows_the_stage_knobs(tmp_path, capsys, docs4, scripted, partial, support):
+    """The rewrite's second check runs with the Context's attribution_* knobs, as the first one does:
+    the rewrite shares 3 of its 5 content words with document 2 (0.6), partial below 0.6, unsupported above."""
+    import json
+
+    from citegraph.cli import main
+
+    register_verifier("stub:overlap-rw2", FunctionVerifier(overlap, spec="stub:overlap-rw2", threshold=0.99))
+    spec, _ = scripted(["Beta is a river in Chile near Lima."])
+    text = tmp_path / "answer.txt"
+    text.write_text("Beta is a lake in Peru.")
+    code = main(["cite", "--text", str(text), "--docs", str(_write_docs(tmp_path, docs4)), "--verifier",
+                 "stub:overlap-rw2", "--llm", spec, "--rewrite", "--set", f"attribution_partial={partial}", "--json"])
+    assert code == 0
+    ans = json.loads(capsys.readouterr().out)
+    s, rec = ans["sentences"][0], ans["metadata"]["attribution"]["sentences"][0]
+    assert s["text"] == "Beta is a river in Chile near Lima." and rec["action"] == "rewritten"
+    assert s["support"] == support and rec["rewritten_from"] == "Beta is a lake in Peru."
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["cite", "--text", "MISSING.txt", "--docs", "DOCS"], "cannot read"),
     (["cite", "--text", "EMPTY", "--docs", "DOCS"], "no text to attribute"),

@@ -275,3 +275,32 @@ def test_scores_report_uncited_sentences_and_module_entailment():
     _, items = score_records([make_record(item, ans, {})], verifier="stub:cli-kw", dataset="eli5")
     assert items[0]["uncited_pct"] == 50.0
     assert items[0]["module_entail_before"] == 50.0 and items[0]["module_entail_after"] == 75.0
+
+
+def test_citations_are_scored_against_the_answers_own_documents():
+    """A method that answers from the item's documents in another order (a retriever's ranking) or from
+    chunks of them cites into its own list: the record keeps that list and the evaluator reads it."""
+    from citegraph.eval.scoring import score_records
+    from citegraph.run.datasets import Item
+    from citegraph.run.runner import make_record
+    from citegraph.state import AttributedAnswer, CitedSentence, Document
+
+    docs = [Document(id=str(i), title=d["title"], text=d["text"]) for i, d in enumerate(DOCS, 1)]
+    item = Item(id="q1", question="Capitals?", documents=docs, raw={"question": "Capitals?", "docs": DOCS, "answer": "x"})
+    sents = [CitedSentence(text="Paris is the capital of France.", citations=[1]),
+             CitedSentence(text="Cats purr loudly.", citations=[2])]
+    same = make_record(item, AttributedAnswer(question="Capitals?", documents=docs, sentences=[
+        CitedSentence(text="Paris is the capital of France.", citations=[1]),
+        CitedSentence(text="Cats purr loudly.", citations=[3])]), {})
+    assert "documents" not in same["citegraph"]  # the item's own list: nothing more to write
+    ranked = [docs[0], docs[2], docs[1]]  # [2] is "Cats purr loudly." in the answer's list
+    rec = make_record(item, AttributedAnswer(question="Capitals?", documents=ranked, sentences=sents), {})
+    assert [d["title"] for d in rec["citegraph"]["documents"]] == ["D1", "D3", "D2"] and rec["docs"] == DOCS
+    for r in (same, rec):
+        _, items = score_records([r], verifier="stub:cli-kw", dataset="eli5")
+        assert items[0]["citation_rec"] == 100.0 and items[0]["citation_prec"] == 100.0
+        _, items = score_records([r], verifier="stub:cli-kw", dataset="eli5", alce=True)
+        assert items[0]["citation_rec"] == 100.0
+    del rec["citegraph"]["documents"]  # what the evaluator read before: [2] taken as the item's D2
+    _, items = score_records([rec], verifier="stub:cli-kw", dataset="eli5")
+    assert items[0]["citation_rec"] == 50.0

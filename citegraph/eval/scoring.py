@@ -95,8 +95,18 @@ def infer_dataset(records: Sequence[dict]) -> str:
     return "generic"
 
 
+def record_documents(rec: dict) -> list:
+    """The documents a record's citations point into: the answer's own (``citegraph.documents``, written
+    when a method answered from other documents than the item's, or from them in another order: a
+    retriever's ranking, chunks of them), else the item's ``docs`` (ALCE's field) or ``documents``."""
+    cg = rec.get("citegraph")
+    if isinstance(cg, dict) and isinstance(cg.get("documents"), list):
+        return cg["documents"]
+    return rec.get("docs", rec.get("documents", []))
+
+
 def _documents(rec: dict, where: str) -> list[Document]:
-    raw = rec.get("docs", rec.get("documents", []))
+    raw = record_documents(rec)
     if not isinstance(raw, list):
         raise InputError(f"{where}: 'docs' must be a list")
     docs = []
@@ -123,7 +133,7 @@ def structured_answer(rec: dict, docs: list[Document]) -> AttributedAnswer | Non
 
 def _alce_documents(rec: dict, where: str) -> list[dict]:
     """The record's documents as ALCE reads them (dicts with ``title`` and ``sent``/``text``)."""
-    raw = rec.get("docs", rec.get("documents", []))
+    raw = record_documents(rec)
     if not isinstance(raw, list):
         raise InputError(f"{where}: 'docs' must be a list")
     out = []

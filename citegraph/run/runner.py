@@ -265,6 +265,10 @@ def make_record(item: Item, ans: AttributedAnswer, usage: dict, provenance: dict
     rec = dict(item.raw)
     rec["output"] = ans.render()
     rec["citegraph"] = {"item_id": item.id, "answer": ans.model_dump(mode="json", exclude={"documents"}), "usage": usage}
+    if [(d.title, d.text) for d in ans.documents] != [(d.title, d.text) for d in item.documents]:
+        # the citations point into the answer's documents (a retriever's order, chunks, an index's
+        # passages), not the item's: the evaluator and the views read these
+        rec["citegraph"]["documents"] = [d.model_dump(mode="json") for d in ans.documents]
     if digest:
         rec["citegraph"]["input_digest"] = digest
     if source:
