@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import hashlib
 import os
 import subprocess
 import sys
@@ -207,16 +208,19 @@ def retime(label: str, mode: str, gen: dict[str, dict], stage_verifier: str, out
 
 
 def records(items, answers: dict[str, dict]) -> list[dict]:
-    recs = []
-    for it in items:
-        if it.id not in answers:
-            continue
-        ans = AttributedAnswer.model_validate(answers[it.id]["answer"])
-        rec = make_record(it, ans, {})
-        if not it.documents:  # retrieved from an index: scored on the answer's own documents
-            rec["docs"] = [d.model_dump(mode="json") for d in ans.documents]
-        recs.append(rec)
-    return recs
+    """The answers as ``citegraph run`` records (citations scored against each answer's own documents:
+    ``make_record`` keeps them where they are not the item's)."""
+    return [make_record(it, AttributedAnswer.model_validate(answers[it.id]["answer"]), {})
+            for it in items if it.id in answers]
+
+
+def scores_key(recs: list[dict], verifier: str) -> str:
+    """What a cached score file depends on: the records, the verifier and the scoring code (a cache
+    keyed by item ids alone kept scores made before the evaluator read the answers' own documents)."""
+    from citegraph.eval.scoring import scorer_digest
+
+    blob = json.dumps({"records": recs, "verifier": verifier, "scorer": scorer_digest()}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 #: contextual-relevancy judgements of this process, keyed by (judge, mode, question, context document)
@@ -298,12 +302,17 @@ def main() -> int:
     # the stage's own knobs (attribution_*) shape the post-pass; rows made with other values than the
     # defaults are journalled and labelled apart (repair+attribution_simplify=false ...)
     stage_knobs = {k: v for k, v in knobs.items() if k.startswith("attribution_")}
-    tag = "".join(f"+{k}={v}" for k, v in sorted(stage_knobs.items()))
+    methods = [m for m in a.methods.split(",") if m]
+    if stage_knobs and methods:  # the values as the Context reads them: "False", "false" and "0" journal alike
+        read = make_context(methods[0], **stage_knobs)
+        tag = "".join(f"+{k}={str(getattr(read, k)).lower()}" for k in sorted(stage_knobs))
+    else:
+        tag = ""
     score_vs = [s for s in a.score_verifiers.split(",") if s]
     rows = []
     if a.retime:
         print("| method | attribution | n | stage s/q (journal) | stage s/q (cold cache) | same answers |\n|---|---|---|---|---|---|")
-        for label, method, over in variants([m for m in a.methods.split(",") if m], [f for f in a.formats.split(",") if f]):
+        for label, method, over in variants(methods, [f for f in a.formats.split(",") if f]):
             gen = read_journal(out / slug(label) / "answers.jsonl")
             gen = {it.id: gen[it.id] for it in items if it.id in gen}
             ctx = make_context(method, **stage_knobs)
@@ -311,7 +320,7 @@ def main() -> int:
                 j, c, same, n = retime(label, mode, gen, a.stage_verifier, out, tag, **stage_options(ctx))
                 print(f"| {label} | {mode}{tag} | {n} | {j:.2f} | {c:.2f} | {same} of {n} |", flush=True)
         return 0
-    for label, method, over in variants([m for m in a.methods.split(",") if m], [f for f in a.formats.split(",") if f]):
+    for label, method, over in variants(methods, [f for f in a.formats.split(",") if f]):
         if a.report_only or a.no_generate:
             gen = read_journal(out / slug(label) / "answers.jsonl")
         else:
@@ -339,15 +348,20 @@ def main() -> int:
                    "llm_calls": sum(gen[i]["usage"].get("llm_calls", 0) for i in ids) / len(ids)}
             for k, sv in enumerate(score_vs):
                 cache = out / slug(label) / slug(a.stage_verifier) / f"scores_{mode}{slug(tag) if mode != 'off' else ''}_{slug(sv)}.json"
-                if cache.is_file() and json.loads(cache.read_text()).get("ids") == ids:
-                    per = json.loads(cache.read_text())["items"]
+                recs = records(mine, answers)
+                key = scores_key(recs, sv)  # the records scored, the verifier and the scoring code
+                cached = json.loads(cache.read_text()) if cache.is_file() else {}
+                if cached.get("ids") == ids and cached.get("key") == key:
+                    per = cached["items"]
                 elif a.report_only:
+                    print(f"  {label} {mode}: no scores by {sv} for these records and this scorer "
+                          "(run without --report-only to score them)", file=sys.stderr)
                     continue
                 else:
                     t0 = time.perf_counter()
-                    _, per = score_records(records(mine, answers), verifier=sv)
+                    _, per = score_records(recs, verifier=sv)
                     cache.parent.mkdir(parents=True, exist_ok=True)
-                    cache.write_text(json.dumps({"ids": ids, "items": per, "commit": commit(),
+                    cache.write_text(json.dumps({"ids": ids, "key": key, "items": per, "commit": commit(),
                                                  "seconds": round(time.perf_counter() - t0, 1)}))
                 summ, ci = summarize(per), bootstrap(per)
                 row[f"v{k}"] = {key: (summ.get(key), ci.get(key)) for key in summ}
