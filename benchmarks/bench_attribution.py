@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -50,7 +50,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from citegraph.eval.scoring import bootstrap, score_records, summarize  # noqa: E402
+from citegraph.eval.scoring import bootstrap, infer_dataset, score_key, score_records, summarize  # noqa: E402
 from citegraph.graphs.registry import build_graph, context_class, make_context  # noqa: E402
 from citegraph.nodes.attribution import attribute_answer, stage_options  # noqa: E402
 from citegraph.run.datasets import Item, load_items  # noqa: E402
@@ -215,12 +215,12 @@ def records(items, answers: dict[str, dict]) -> list[dict]:
 
 
 def scores_key(recs: list[dict], verifier: str) -> str:
-    """What a cached score file depends on: the records, the verifier and the scoring code (a cache
+    """What a cached score file depends on: each record's ``score_key`` (the record, the verifier with
+    its weights, the dataset and the scoring code), as ``citegraph eval`` keys its own cache (a cache
     keyed by item ids alone kept scores made before the evaluator read the answers' own documents)."""
-    from citegraph.eval.scoring import scorer_digest
-
-    blob = json.dumps({"records": recs, "verifier": verifier, "scorer": scorer_digest()}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    dataset = infer_dataset(recs)
+    keys = "".join(score_key(r, verifier=verifier, dataset=dataset, settings={}) for r in recs)
+    return hashlib.sha256(keys.encode()).hexdigest()[:16]
 
 
 #: contextual-relevancy judgements of this process, keyed by (judge, mode, question, context document)
@@ -349,9 +349,9 @@ def main() -> int:
             for k, sv in enumerate(score_vs):
                 cache = out / slug(label) / slug(a.stage_verifier) / f"scores_{mode}{slug(tag) if mode != 'off' else ''}_{slug(sv)}.json"
                 recs = records(mine, answers)
-                key = scores_key(recs, sv)  # the records scored, the verifier and the scoring code
+                cache_key = scores_key(recs, sv)
                 cached = json.loads(cache.read_text()) if cache.is_file() else {}
-                if cached.get("ids") == ids and cached.get("key") == key:
+                if cached.get("ids") == ids and cached.get("key") == cache_key:
                     per = cached["items"]
                 elif a.report_only:
                     print(f"  {label} {mode}: no scores by {sv} for these records and this scorer "
@@ -361,7 +361,7 @@ def main() -> int:
                     t0 = time.perf_counter()
                     _, per = score_records(recs, verifier=sv)
                     cache.parent.mkdir(parents=True, exist_ok=True)
-                    cache.write_text(json.dumps({"ids": ids, "key": key, "items": per, "commit": commit(),
+                    cache.write_text(json.dumps({"ids": ids, "key": cache_key, "items": per, "commit": commit(),
                                                  "seconds": round(time.perf_counter() - t0, 1)}))
                 summ, ci = summarize(per), bootstrap(per)
                 row[f"v{k}"] = {key: (summ.get(key), ci.get(key)) for key in summ}

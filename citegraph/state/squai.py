@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -40,6 +40,14 @@ class RetrievalKnobs:
     def w_sparse(self) -> float:
         """The paper's alpha: the weight of the sparse (BM25) score, 1 - retrieval_alpha."""
         return 1.0 - self.retrieval_alpha
+
+
+def two_sentences_knob() -> Any:
+    """squai's and rag's ``cite_min_sentences`` (one definition: the two compose under the same rule)."""
+    return knob(2, "cite_format=constrained: the answer has at least this many sentences (capped at "
+                   "cite_max_sentences). 2 here, so that the grammar does not let the model stop after its "
+                   "first cited sentence when the question has more to it (set 1 to allow one-sentence "
+                   "answers); squai and rag share it so that they are compared on equal terms.", ge=1, le=30)
 
 
 @dataclass(kw_only=True)
@@ -80,10 +88,7 @@ class SquaiContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
                                            "because every answer sentence must be checkable against the merged documents, "
                                            "and free decoding of the embedded model mostly writes no [n].",
                             choices=CITE_FORMATS)
-    cite_min_sentences: int = knob(2, "cite_format=constrained: the answer has at least this many sentences (capped at "
-                                      "cite_max_sentences). 2 here, so that the grammar does not let the model stop after its "
-                                      "first cited sentence when the question has more to it (set 1 to allow one-sentence "
-                                      "answers); squai and rag share it so that they are compared on equal terms.", ge=1, le=30)
+    cite_min_sentences: int = two_sentences_knob()
 
 
 @dataclass(kw_only=True)
@@ -102,10 +107,7 @@ class RagContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
                                     "cite_format=constrained.", ge=0, le=3)
     cite_format: str = knob("constrained", CITE_FORMAT_HELP + " Constrained by default for the same reason as squai's "
                                            "(compared on equal terms).", choices=CITE_FORMATS)
-    cite_min_sentences: int = knob(2, "cite_format=constrained: the answer has at least this many sentences (capped at "
-                                      "cite_max_sentences). 2 here, so that the grammar does not let the model stop after its "
-                                      "first cited sentence when the question has more to it (set 1 to allow one-sentence "
-                                      "answers); squai and rag share it so that they are compared on equal terms.", ge=1, le=30)
+    cite_min_sentences: int = two_sentences_knob()
 
 
 # --------------------------------------------------------------------------- trace records
