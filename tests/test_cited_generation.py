@@ -35,11 +35,14 @@ BAD_SENTENCES = ("There are 6 state parks in Virginia.document [1] [2].",
                  "Played by James and Oliver Phelps.James and Oliver are twins [3].",
                  "By Simon and Garfunkel._document [1].",
                  "Before the final.\u0438\u043b\u0430\u0441\u044c Jamaican rapper joined her [2].",
-                 "It ends here. Next sentence goes on [1].")
+                 "It ends here. Next sentence goes on [1].",
+                 "But where does all that trash come from? Most of it is plastic [2].")
 GOOD_REPLIES = ("There are 6 state parks in Virginia [1] [2].",
                 "There are 6 state parks in Virginia. [1] [2] Most opened in 1936 [3].",
                 "It opens at 3 A.M. daily in the U.S. [2]. Growth was 3.5 percent [1].",
-                "\"Sound of Silence\" was written by Paul Simon. [1]")
+                "\"Sound of Silence\" was written by Paul Simon. [1]",
+                "But where does all that trash come from? [2] Most of it is plastic [1].",
+                "Who wrote the song that topped the charts [3]? It was Paul Simon [1]!")
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +147,13 @@ def test_scripted_model_gets_the_grammar_and_a_defensive_parse(scripted):
     assert any("out-of-range citation(s) [7]" in n for n in r.notes)
     assert any("kept the first 2 of 3" in n for n in r.notes)
     assert r.text == "Alpha was founded in 1901 [1]. Beta is a river in Chile [2]. Gamma won [3][1]."
+
+
+def test_a_question_in_a_grammar_reply_is_a_sentence_of_its_own_and_keeps_its_citation(scripted):
+    spec, _ = scripted(["But where does all that trash come from? [2] Most of it is plastic [1]. Who counts it [3]?"])
+    r = cited_sentences(spec, "Q?", 3)
+    assert [(s.text, s.citations) for s in r.sentences] == [
+        ("But where does all that trash come from?", [2]), ("Most of it is plastic.", [1]), ("Who counts it?", [3])]
 
 
 def test_a_sentence_cut_before_its_marker_is_dropped(scripted):

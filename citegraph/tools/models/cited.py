@@ -58,16 +58,20 @@ def citation_grammar(n_docs: int, *, min_sentences: int = 1, max_sentences: int 
                      min_chars: int = 15, max_chars: int = 300) -> str:
     """A GBNF grammar for ``min_sentences``..``max_sentences`` sentences, each ending with 1 to
     ``max_citations`` markers ``[k]`` (k exactly one of 1..n_docs, multi-digit numbers included) and
-    a period, or with the period and then the markers ("... in Virginia. [1] [2]": where the model
-    wants to put it). Inside a sentence a period is followed by a digit ("3.5") or is an
-    abbreviation's ("U.S.", "A.M.", "e.g.": a letter and a period), and no bracket or line break is
-    allowed, so the constraint follows sentence boundaries: the model cannot run several sentences
-    into one and then cut a word to fit the marker. (Allowing only a digit after an inner period,
-    with no abbreviations, made the embedded model turn "3 A.M." into "3 A.1.0"; allowing any
-    character but a space after it, or any letter or digit, with only "text [n]." as a sentence's
-    end, let the model end a sentence with a period where it wanted and then fill the sentence on
-    to reach its marker: "Virginia.document [1] [2].", "Phelps.James and Oliver ...",
-    "Garfunkel._document", "final.илась Jamaican": 9 of 19 SQuAI sentences on ASQA-like data.)"""
+    a period, "?" or "!", or with the period and then the markers ("... in Virginia. [1] [2]": where
+    the model wants to put it). Inside a sentence a period is followed by a digit ("3.5") or is an
+    abbreviation's ("U.S.", "A.M.", "e.g.": a letter and a period), and no bracket, line break, "?"
+    or "!" is allowed, so the constraint follows sentence boundaries: the model cannot run several
+    sentences into one and then cut a word to fit the marker.
+
+    Why: allowing only a digit after an inner period, with no abbreviations, made the embedded model
+    turn "3 A.M." into "3 A.1.0"; allowing any character but a space after it, or any letter or
+    digit, with only "text [n]." as a sentence's end, let the model end a sentence with a period
+    where it wanted and then fill the sentence on to reach its marker: "Virginia.document [1] [2].",
+    "Phelps.James and Oliver ...", "Garfunkel._document", "final.илась Jamaican": 9 of 19 SQuAI
+    sentences on ASQA-like data. A body that allowed "?" let it write "But where does all that trash
+    come from? Most of it ... [2]." as one grammar sentence, which the sentence splitter cut in two,
+    the question left uncited: a question now ends its own sentence and cites ("... from? [2]")."""
     if n_docs < 1:
         raise ValueError("a citation grammar needs at least one document")
     lo, hi = max(1, min_sentences), max(1, max_sentences, min_sentences)
@@ -76,8 +80,9 @@ def citation_grammar(n_docs: int, *, min_sentences: int = 1, max_sentences: int 
     body_lo, body_hi = max(0, min_chars - 1), max(min_chars, max_chars) - 1
     return "\n".join([
         "root ::= sent" + _repeat('" " sent', lo - 1, hi - 1),
-        'sent ::= [A-Z0-9"] body (cite "." | "." cite)',
-        f"body ::= ([^.\\[\\]\\n] | \".\" [0-9] | \".\" [A-Za-z] \".\"){{{body_lo},{body_hi}}}",
+        'sent ::= [A-Z0-9"] body (cite end | end cite)',
+        f"body ::= ([^.?!\\[\\]\\n] | \".\" [0-9] | \".\" [A-Za-z] \".\"){{{body_lo},{body_hi}}}",
+        'end ::= "." | "?" | "!"',
         'cite ::= " [" num "]"' + _repeat('" [" num "]"', 0, k - 1),
         f"num ::= {nums}",
     ]) + "\n"
