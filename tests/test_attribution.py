@@ -210,6 +210,21 @@ def test_cite_cli_attributes_a_text(tmp_path, capsys, docs4):
     assert code == 0 and "unsupported: no document supports it" in out and "1 unsupported" in out
 
 
+def test_cite_says_when_the_passage_as_a_whole_supports_a_sentence_no_single_sentence_does(tmp_path, capsys, docs4):
+    from citegraph.cli import main
+
+    register_verifier("stub:overlap-whole", FunctionVerifier(overlap, spec="stub:overlap-whole", threshold=0.99))
+    text = tmp_path / "answer.txt"
+    text.write_text("Alpha was founded in 1901 and has a blue logo [1]. Beta is a river in Chile [2].")
+    code = main(["cite", "--text", str(text), "--docs", str(_write_docs(tmp_path, docs4)), "--verifier", "stub:overlap-whole"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0 and out.count("supported 1.00") == 2
+    # sentence 1: doc 1 as a whole entails it, neither of its sentences alone: said before the closest ones
+    first, second = out.split(" 2. ")[0], out.split(" 2. ")[1].split("Attribution")[0]
+    assert "the cited passage as a whole does" in first and "Alpha was founded in 1901 by Ann." in first
+    assert "as a whole" not in second  # sentence 2's evidence entails it alone
+
+
 def test_cite_rewrite_rechecks(tmp_path, capsys, docs4, scripted):
     import json
 

@@ -172,11 +172,15 @@ _SUPPORT_MARK = {"supported": "[green]supported[/green]", "partial": "[yellow]pa
 def print_answer(ans, console=None, evidence: bool = True) -> None:
     """Each sentence followed by its citations and, when the attribution stage checked it, its support
     status (supported / partial / unsupported, with the verifier's score) and the evidence sentence of
-    each citation; uncited sentences marked; cited docs listed."""
+    each citation (where each scores below the verifier's threshold, a line says that the passage as a
+    whole supports the sentence and these are only its closest sentences); uncited sentences marked;
+    cited docs listed."""
     from rich.console import Console
     from rich.markup import escape
 
     console = console or Console()
+    att = ans.metadata.get("attribution") if isinstance(ans.metadata, dict) else None
+    thr = att.get("threshold") if isinstance(att, dict) else None
     if ans.question:
         console.print(f"[bold]Q:[/bold] {escape(ans.question)}\n")
     for i, s in enumerate(ans.sentences, 1):
@@ -187,13 +191,16 @@ def print_answer(ans, console=None, evidence: bool = True) -> None:
             mark += f" {_SUPPORT_MARK[s.support]}[dim]{score}[/dim]"
         console.print(f"{i:>2}. {escape(s.text)} {mark}")
         if evidence:
+            if s.support in ("supported", "partial") and thr is not None and s.evidence and all(
+                    e.score is not None and e.score < thr for e in s.evidence):
+                console.print("      [dim](no sentence alone entails it" + ("; the cited passage as a whole does"
+                                                                           if s.support == "supported" else "") + ")[/dim]")
             for e in s.evidence:
                 text = e.text if len(e.text) <= 160 else e.text[:157] + "…"
                 score = f" ({e.score:.2f})" if e.score is not None else ""
                 console.print(f"      [dim]\\[{e.doc}] “{escape(text)}”{score}[/dim]")
     if not ans.sentences:
         console.print("[red](the model returned no answer)[/red]")
-    att = ans.metadata.get("attribution") if isinstance(ans.metadata, dict) else None
     if isinstance(att, dict):
         c = ans.support_counts()
         console.print(f"\n[bold]Attribution[/bold] ({escape(str(att.get('mode')))}, verifier "
