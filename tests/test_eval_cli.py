@@ -304,3 +304,27 @@ def test_citations_are_scored_against_the_answers_own_documents():
     del rec["citegraph"]["documents"]  # what the evaluator read before: [2] taken as the item's D2
     _, items = score_records([rec], verifier="stub:cli-kw", dataset="eli5")
     assert items[0]["citation_rec"] == 50.0
+
+
+def test_eval_warns_when_evidence_says_the_citations_point_into_another_order(tmp_path, capsys):
+    """A record without the answer's own documents whose evidence lies in another of the item's
+    documents than the one cited (an output written before records kept them, by a method that ranks
+    the given documents): eval still scores it, and says those scores are wrong."""
+    from citegraph.run.datasets import Item
+    from citegraph.run.runner import make_record
+    from citegraph.state import AttributedAnswer, CitedSentence, Document, Evidence
+
+    docs = [Document(id=str(i), title=d["title"], text=d["text"]) for i, d in enumerate(DOCS, 1)]
+    item = Item(id="q1", question="Cats?", documents=docs, raw={"question": "Cats?", "docs": DOCS, "answer": "x"})
+    ranked = [docs[2], docs[0], docs[1]]
+    ans = AttributedAnswer(question="Cats?", documents=ranked, sentences=[CitedSentence(
+        text="Cats purr loudly.", citations=[1], evidence=[Evidence(doc=1, text="Cats purr loudly.")])])
+    good = make_record(item, ans, {})
+    old = json.loads(json.dumps(good))
+    del old["citegraph"]["documents"]  # as written before 40e4f64
+    for name, rec, warned in (("good", good, False), ("old", old, True)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"args": {"method": "rag"}, "data": [rec]}))
+        assert main(["eval", "--input", str(path), "--verifier", "stub:cli-kw", "--dataset", "eli5"]) == 0
+        err = " ".join(capsys.readouterr().err.split())
+        assert ("1 of 1 record(s) (q1) cite evidence that lies in another of their documents" in err) is warned, err

@@ -82,6 +82,8 @@ def cmd_eval(args) -> int:
     console = Console()
     console.print(t)
     console.print(f"{int(res['summary']['n_items'])} item(s); wrote {res['written']}", markup=False)
+    for w in res.get("warnings") or []:
+        Console(stderr=True).print(f"warning: {w}", markup=False)
     return 0
 
 

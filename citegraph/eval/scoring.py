@@ -105,6 +105,31 @@ def record_documents(rec: dict) -> list:
     return rec.get("docs", rec.get("documents", []))
 
 
+def misplaced_evidence(rec: dict) -> bool:
+    """Whether a record's answer holds evidence found in another of its documents than the one its
+    citation points to (and not in that one): its citations were written into another list of
+    documents than the record's. An output written before records kept the answer's own documents
+    (``citegraph.documents``) by a method that ranks or chunks the given ones reads so; its citation
+    scores would be wrong."""
+    cg = rec.get("citegraph")
+    if not isinstance(cg, dict) or "documents" in cg or not isinstance(cg.get("answer"), dict):
+        return False
+    raw = record_documents(rec)
+    if not isinstance(raw, list):
+        return False
+    docs = [" ".join(str((d.get("text") or d.get("sent") or "") if isinstance(d, dict) else d).split()) for d in raw]
+    for s in cg["answer"].get("sentences") or []:
+        for e in (s.get("evidence") or []) if isinstance(s, dict) else []:
+            if not isinstance(e, dict) or not isinstance(e.get("doc"), int):
+                continue
+            text = " ".join(str(e.get("text") or "").split())
+            if not text or (1 <= e["doc"] <= len(docs) and text in docs[e["doc"] - 1]):
+                continue
+            if any(text in d for d in docs):
+                return True
+    return False
+
+
 def _documents(rec: dict, where: str) -> list[Document]:
     raw = record_documents(rec)
     if not isinstance(raw, list):
@@ -419,6 +444,7 @@ def score_file(
     keys = [score_key(r, verifier=verifier, dataset=dataset or "generic", settings=settings) for r in records]
     prev = _previous_scores(out) if reuse else {}
     todo = [i for i, k in enumerate(keys) if k not in prev]
+    misplaced = [item_id(r, i + 1) for i, r in enumerate(records) if misplaced_evidence(r)]
     fresh: dict[int, dict] = {}
 
     def write() -> dict:
@@ -442,6 +468,12 @@ def score_file(
         }
         if len(ready) < len(keys):
             result["incomplete"] = f"{len(ready)} of {len(keys)} item(s) scored"
+        if misplaced:
+            result["warnings"] = [
+                f"{len(misplaced)} of {len(records)} record(s) ({', '.join(misplaced[:5])}{' …' if len(misplaced) > 5 else ''}) "
+                "cite evidence that lies in another of their documents than the one cited: their citations point into "
+                "another list of the documents than the file's (an output written before records kept the answer's own "
+                "documents, by a method that ranks or chunks the given ones?); their citation scores are wrong: run them again"]
         out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
         return result
 
