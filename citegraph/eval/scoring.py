@@ -130,16 +130,23 @@ def misplaced_evidence(rec: dict) -> bool:
     return False
 
 
-def _documents(rec: dict, where: str) -> list[Document]:
+def _raw_documents(rec: dict, where: str) -> list[dict]:
+    """:func:`record_documents` checked: a list of objects (a bare string is a document's text)."""
     raw = record_documents(rec)
     if not isinstance(raw, list):
         raise InputError(f"{where}: 'docs' must be a list")
-    docs = []
+    out = []
     for i, d in enumerate(raw, 1):
-        if isinstance(d, str):
-            d = {"text": d}
+        d = {"text": d} if isinstance(d, str) else d
         if not isinstance(d, dict):
             raise InputError(f"{where}: document {i} must be an object")
+        out.append(d)
+    return out
+
+
+def _documents(rec: dict, where: str) -> list[Document]:
+    docs = []
+    for d in _raw_documents(rec, where):
         text = d.get("text") if isinstance(d.get("text"), str) else d.get("sent") or ""
         docs.append(Document(id=d.get("id") or "", title=d.get("title") or "", text=str(text)))
     return docs
@@ -158,17 +165,8 @@ def structured_answer(rec: dict, docs: list[Document]) -> AttributedAnswer | Non
 
 def _alce_documents(rec: dict, where: str) -> list[dict]:
     """The record's documents as ALCE reads them (dicts with ``title`` and ``sent``/``text``)."""
-    raw = record_documents(rec)
-    if not isinstance(raw, list):
-        raise InputError(f"{where}: 'docs' must be a list")
-    out = []
-    for i, d in enumerate(raw, 1):
-        if isinstance(d, str):
-            d = {"text": d}
-        if not isinstance(d, dict):
-            raise InputError(f"{where}: document {i} must be an object")
-        out.append({k: ("" if d.get(k) is None else str(d[k])) for k in ("title", "text", "sent") if k in d})
-    return out
+    return [{k: ("" if d.get(k) is None else str(d[k])) for k in ("title", "text", "sent") if k in d}
+            for d in _raw_documents(rec, where)]
 
 
 def _alce_references(rec: dict) -> list[str]:
