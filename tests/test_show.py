@@ -537,3 +537,26 @@ def test_support_status_of_the_attribution_stage_is_shown(tmp_path, scripted):
     marks = re.findall(r'<span class="support (\w+)"', html)
     assert marks[-len(supports):] == supports  # the legend's three come first
     assert html.count('class="support unsupported"') == 1 + supports.count("unsupported")
+
+
+def test_a_record_whose_evidence_lies_in_another_document_than_the_cited_one_is_warned(tmp_path):
+    """An output whose citations point into another order of the documents than the file keeps (written
+    before records kept the answer's own documents): the page says its documents and verdicts are wrong."""
+    from citegraph.run.datasets import Item as It
+    from citegraph.run.runner import make_record
+    from citegraph.state import AttributedAnswer, CitedSentence, Evidence
+    from citegraph.view.page import MISPLACED
+
+    raw = [{"title": "A", "text": "Paris is in France."}, {"title": "B", "text": "Cats purr loudly."}]
+    docs = [Document(id=str(i), title=d["title"], text=d["text"]) for i, d in enumerate(raw, 1)]
+    item = It(id="q1", question="Cats?", documents=docs, raw={"question": "Cats?", "docs": raw})
+    ans = AttributedAnswer(question="Cats?", documents=[docs[1], docs[0]], sentences=[CitedSentence(
+        text="Cats purr loudly.", citations=[1], evidence=[Evidence(doc=1, text="Cats purr loudly.")])])
+    rec = make_record(item, ans, {})
+    for name, drop, warned in (("good", False, False), ("old", True, True)):
+        r = json.loads(json.dumps(rec))
+        if drop:
+            del r["citegraph"]["documents"]
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"args": {"method": "rag"}, "data": [r]}))
+        assert (MISPLACED in cell(build_page([path], verifier=None)).warnings) is warned
