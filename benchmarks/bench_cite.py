@@ -123,16 +123,15 @@ def main() -> int:
               f"{100 * (sup + part) / max(1, n_sent):.1f} | {100 * part / max(1, n_sent):.1f} | "
               f"{100 * flag / max(1, n_sent):.1f} | {prec} |", flush=True)
     if a.rewrite:
-        rewrite_table(all_cases, a, check)
+        rewrite_table(graph, all_cases, a, check)
     return 0
 
 
-def rewrite_table(all_cases: dict, a, check) -> None:
+def rewrite_table(graph, all_cases: dict, a, check) -> None:
     """`cite --rewrite` on the same texts: how many sentences the LLM rewrote, how many of those the
     stage then finds supported (its own verifier: by construction) and how many the check verifier
     accepts against the documents cited (not consulted), and whether each rewrite keeps to what the
     original sentence said (the check verifier: the original entails the rewrite)."""
-    graph = build_graph("cite")
     ctx = make_context("cite", verifier=a.verifier, rewrite=True, llm=a.llm)
     print(f"\n`cite --rewrite` (llm {a.llm}) on the same texts; 'by check' = {a.check or '-'}, not consulted\n")
     print("| case | texts | sentences | left partial/unsupported by cite | rewritten | supported after (cite's verifier) | "

@@ -327,4 +327,4 @@ def test_eval_warns_when_evidence_says_the_citations_point_into_another_order(tm
         path.write_text(json.dumps({"args": {"method": "rag"}, "data": [rec]}))
         assert main(["eval", "--input", str(path), "--verifier", "stub:cli-kw", "--dataset", "eli5"]) == 0
         err = " ".join(capsys.readouterr().err.split())
-        assert ("1 of 1 record(s) (q1) cite evidence that lies in another of their documents" in err) is warned, err
+        assert ("1 of 1 record(s) (q1): its evidence lies in another of its documents than the one cited" in err) is warned, err

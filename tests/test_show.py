@@ -545,7 +545,7 @@ def test_a_record_whose_evidence_lies_in_another_document_than_the_cited_one_is_
     from citegraph.run.datasets import Item as It
     from citegraph.run.runner import make_record
     from citegraph.state import AttributedAnswer, CitedSentence, Evidence
-    from citegraph.view.page import MISPLACED
+    from citegraph.eval.scoring import MISPLACED_EVIDENCE
 
     raw = [{"title": "A", "text": "Paris is in France."}, {"title": "B", "text": "Cats purr loudly."}]
     docs = [Document(id=str(i), title=d["title"], text=d["text"]) for i, d in enumerate(raw, 1)]
@@ -559,4 +559,4 @@ def test_a_record_whose_evidence_lies_in_another_document_than_the_cited_one_is_
             del r["citegraph"]["documents"]
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps({"args": {"method": "rag"}, "data": [r]}))
-        assert (MISPLACED in cell(build_page([path], verifier=None)).warnings) is warned
+        assert (MISPLACED_EVIDENCE in cell(build_page([path], verifier=None)).warnings) is warned

@@ -105,6 +105,13 @@ def record_documents(rec: dict) -> list:
     return rec.get("docs", rec.get("documents", []))
 
 
+#: what eval and the evidence view say of a record for which :func:`misplaced_evidence` holds
+MISPLACED_EVIDENCE = ("its evidence lies in another of its documents than the one cited: its citations point into "
+                      "another list of the documents than the file's (an output written before records kept the "
+                      "answer's own documents, by a method that ranks or chunks the given ones?), so its citation "
+                      "scores and the documents shown for them are wrong; run it again")
+
+
 def misplaced_evidence(rec: dict) -> bool:
     """Whether a record's answer holds evidence found in another of its documents than the one its
     citation points to (and not in that one): its citations were written into another list of
@@ -467,11 +474,8 @@ def score_file(
         if len(ready) < len(keys):
             result["incomplete"] = f"{len(ready)} of {len(keys)} item(s) scored"
         if misplaced:
-            result["warnings"] = [
-                f"{len(misplaced)} of {len(records)} record(s) ({', '.join(misplaced[:5])}{' …' if len(misplaced) > 5 else ''}) "
-                "cite evidence that lies in another of their documents than the one cited: their citations point into "
-                "another list of the documents than the file's (an output written before records kept the answer's own "
-                "documents, by a method that ranks or chunks the given ones?); their citation scores are wrong: run them again"]
+            result["warnings"] = [f"{len(misplaced)} of {len(records)} record(s) ({', '.join(misplaced[:5])}"
+                                  f"{' …' if len(misplaced) > 5 else ''}): {MISPLACED_EVIDENCE}"]
         out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
         return result
 

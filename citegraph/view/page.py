@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from citegraph.errors import InputError
-from citegraph.eval.scoring import _documents, misplaced_evidence, read_output_file, score_path, structured_answer
+from citegraph.eval.scoring import MISPLACED_EVIDENCE, _documents, misplaced_evidence, read_output_file, score_path, structured_answer
 from citegraph.metrics import alce_citation_job, alce_doc, run_jobs
 from citegraph.run.provenance import code_label
 from citegraph.state.answer import AttributedAnswer, Document
@@ -397,15 +397,9 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
                   for i, d in enumerate(docs)],
             usage={COST_LABELS[k]: v for k, v in _usage(rec).items()},
             metrics=_pick_metrics(item_scores.get(key)), trace=trace_view(method, md),
-            warnings=[str(w) for w in ans.warnings] + ([MISPLACED] if misplaced_evidence(rec) else []),
+            warnings=[str(w) for w in ans.warnings] + ([MISPLACED_EVIDENCE] if misplaced_evidence(rec) else []),
             code=code_label(prov) if prov else "", output_text=rec["output"],
         ))
-
-
-#: the page's warning on a record whose citations point into another order of its documents
-MISPLACED = ("this answer's evidence lies in another of its documents than the one cited: its citations point "
-             "into another list of the documents than the file's (written before records kept the answer's own "
-             "documents?), so the documents and verdicts shown for them are wrong; run it again")
 
 
 def pair_rows(files: Sequence[FileView]) -> list[Row]:
