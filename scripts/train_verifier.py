@@ -34,6 +34,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "nli_train"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import verifier_data  # noqa: E402  (the data recipe beside this script)
 EXCLUDED_SOURCES = ("attributionbench/ExpertQA",)  # evaluation set: never train on it
 POSITIVE = {"entailment", "supported"}
 
@@ -54,6 +56,16 @@ def parse_args(argv=None):
     ap.add_argument("--hard-negatives", type=int, default=0,
                     help="add N synthetic negatives: entailed training pairs whose hypothesis gets one detail "
                          "changed (a number, a name or a content word swapped for one from the premise, a negation)")
+    ap.add_argument("--minimal-pairs", type=int, default=0,
+                    help="add N minimal-pair negatives (scripts/verifier_data.py: negation, role swap, entity swap, "
+                         "number/date, added detail), each in the same batch as the supported pair it came from")
+    ap.add_argument("--fever", type=int, default=0, help="add N FEVER-NLI dev pairs (extra/fever_nli/dev.txt; -1 = all)")
+    ap.add_argument("--factcg", type=int, default=0, help="add N FactCG synthetic pairs with a document (extra/factcg; -1 = all)")
+    ap.add_argument("--long-premise", type=int, default=0,
+                    help="add N pairs whose premise sits in the middle of 150-380 words of other premises")
+    ap.add_argument("--checkpoint-every", type=int, default=200,
+                    help="save a resumable checkpoint (model, optimizer, schedule, step) every N steps to OUT/checkpoint")
+    ap.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint (same arguments)")
     ap.add_argument("--partial", choices=["neg", "drop"], default="neg", help="partially_supported: negative or dropped")
     ap.add_argument("--max-len", type=int, default=256)
     ap.add_argument("--batch", type=int, default=32)
@@ -216,17 +228,44 @@ def prepare(tok, rows: list[dict], max_len: int) -> list[tuple[str, str, int]]:
     return out
 
 
-def length_grouped_batches(n_items: int, lengths: list[int], batch: int, rng: random.Random) -> list[list[int]]:
-    """Shuffle, then sort inside mega-chunks of 50 batches by length (less padding), shuffle batches."""
-    idx = list(range(n_items))
-    rng.shuffle(idx)
+def length_grouped_batches(units: list[list[int]], lengths: list[int], batch: int, rng: random.Random) -> list[list[int]]:
+    """Shuffle units (a pair, or a supported pair with its minimal-pair negative), sort inside
+    mega-chunks of 50 batches by length (less padding), cut into batches of ``batch`` pairs (a unit
+    is never split), shuffle the batches."""
+    order = list(range(len(units)))
+    rng.shuffle(order)
     mega = batch * 50
-    batches = []
-    for s in range(0, len(idx), mega):
-        chunk = sorted(idx[s: s + mega], key=lambda i: lengths[i])
-        batches += [chunk[j: j + batch] for j in range(0, len(chunk), batch)]
+    batches, s = [], 0
+    while s < len(order):
+        chunk, n = [], 0
+        while s < len(order) and n < mega:
+            chunk.append(order[s])
+            n += len(units[order[s]])
+            s += 1
+        chunk.sort(key=lambda u: max(lengths[i] for i in units[u]))
+        cur: list[int] = []
+        for u in chunk:
+            if cur and len(cur) + len(units[u]) > batch:
+                batches.append(cur)
+                cur = []
+            cur.extend(units[u])
+        if cur:
+            batches.append(cur)
     rng.shuffle(batches)
     return batches
+
+
+def make_units(rows: list[dict]) -> list[list[int]]:
+    """One unit per training pair, except that a minimal-pair negative and the supported pair it
+    was made from form one unit (so each batch holds both sides of the minimal pair)."""
+    paired = {r["pair_of"]: k for k, r in enumerate(rows) if "pair_of" in r}
+    units = []
+    for k, r in enumerate(rows):
+        if "pair_of" in r:
+            units.append([r["pair_of"], k])
+        elif k not in paired:
+            units.append([k])
+    return units
 
 
 def evaluate(model, tok, data, max_len, batch=64, bf16=False, device="cpu"):
@@ -301,9 +340,15 @@ def main(argv=None) -> int:
     nli_rows = [{**r, "y": binary(r["label"], "neg")} for r in nli]
     rng.shuffle(nli_rows)
     nli_train = nli_rows[: args.nli]
-    train_rows = attr_train + nli_train
+    extra = data_dir / "extra"
+    fever = verifier_data.read_fever_nli(extra / "fever_nli" / "dev.txt", args.fever, rng) if args.fever else []
+    factcg = verifier_data.read_factcg(extra / "factcg", args.factcg, rng) if args.factcg else []
+    train_rows = attr_train + nli_train + fever + factcg
     synthetic, by_rule = hard_negatives(train_rows, args.hard_negatives, rng) if args.hard_negatives else ([], {})
-    train_rows += synthetic
+    minimal, by_minimal = (verifier_data.minimal_pair_negatives(train_rows, args.minimal_pairs, rng)
+                           if args.minimal_pairs else ([], {}))
+    long_rows = verifier_data.long_premises(attr_train + fever, args.long_premise, rng) if args.long_premise else []
+    train_rows += synthetic + minimal + long_rows
 
     def counts(rows):
         c = collections.Counter(r["y"] for r in rows)
@@ -317,6 +362,10 @@ def main(argv=None) -> int:
         "nli_pairs_total": len(nli),
         "nli_train": counts(nli_train),
         "synthetic_hard_negatives": {"total": len(synthetic), "by_rule": by_rule},
+        "fever_nli_dev": counts(fever),
+        "factcg": counts(factcg),
+        "minimal_pair_negatives": {"total": len(minimal), "by_rule": by_minimal},
+        "long_premise": counts(long_rows),
         "train_total": counts(train_rows),
         "partially_supported_in_train": args.partial,
     }
@@ -362,11 +411,38 @@ def main(argv=None) -> int:
     print(f"training: {len(train)} pairs, batch {args.batch}, max_len {args.max_len}, {total_steps} steps, "
           f"lr {args.lr}, device {device}, bf16 autocast {bf16}, seed {args.seed}, shuffle seed {shuffle_seed}, base {base}")
 
+    ckpt = Path(args.out) / "checkpoint"
+    step, done_seconds, run_loss = 0, 0.0, 0.0
+    if args.resume:
+        state_file = ckpt / "trainer_state.pt"
+        if not state_file.exists():
+            print(f"--resume: no checkpoint at {ckpt}", file=sys.stderr)
+            return 2
+        state = torch.load(state_file, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        step, done_seconds, run_loss = state["step"], state["seconds"], state["loss"]
+        print(f"resumed from {ckpt} at step {step} ({done_seconds / 60:.1f} min trained)")
+
+    def save_checkpoint() -> None:
+        """Atomic: written beside, then renamed over the last one (a kill mid-save keeps the old)."""
+        ckpt.mkdir(parents=True, exist_ok=True)
+        tmp = ckpt / "trainer_state.pt.tmp"
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                    "step": step, "seconds": done_seconds + time.perf_counter() - t0, "loss": run_loss}, tmp)
+        os.replace(tmp, ckpt / "trainer_state.pt")
+
+    units = make_units(train_rows)
     t0 = time.perf_counter()
-    step, stopped_early, run_loss = 0, False, 0.0
-    epoch = 0
+    stopped_early, last_print = False, 0.0
+    seen = 0  # batches replayed: the batch order depends only on the seeds, so a resumed run skips them
     while step < total_steps:
-        for b in length_grouped_batches(len(train), lengths, args.batch, rng):
+        for b in length_grouped_batches(units, lengths, args.batch, rng):
+            if seen < step:
+                seen += 1
+                continue
+            seen += 1
             enc = tok([train[i][0] for i in b], [train[i][1] for i in b], truncation=True,
                       max_length=args.max_len, padding=True, return_tensors="pt").to(device)
             y = torch.tensor([train[i][2] for i in b], device=device)
@@ -379,21 +455,23 @@ def main(argv=None) -> int:
             sched.step()
             opt.zero_grad(set_to_none=True)
             step += 1
-            run_loss = 0.98 * run_loss + 0.02 * loss.item() if step > 1 else loss.item()
+            run_loss = 0.98 * run_loss + 0.02 * loss.item() if run_loss else loss.item()
             if step % 50 == 0 or step == total_steps:
                 el = time.perf_counter() - t0
-                print(f"step {step}/{total_steps} loss {run_loss:.4f} {step / el:.2f} steps/s "
-                      f"elapsed {el / 60:.1f} min", flush=True)
+                print(f"step {step}/{total_steps} loss {run_loss:.4f} {50 / max(el - last_print, 1e-9):.2f} "
+                      f"steps/s elapsed {(done_seconds + el) / 60:.1f} min", flush=True)
+                last_print = el
+            if args.checkpoint_every and step % args.checkpoint_every == 0 and not args.no_save:
+                save_checkpoint()
             if step >= total_steps:
                 break
-            if args.time_budget and time.perf_counter() - t0 > args.time_budget * 60:
+            if args.time_budget and done_seconds + time.perf_counter() - t0 > args.time_budget * 60:
                 stopped_early = True
                 print(f"time budget of {args.time_budget} min reached at step {step}")
                 break
-        epoch += 1
         if stopped_early:
             break
-    train_seconds = time.perf_counter() - t0
+    train_seconds = done_seconds + time.perf_counter() - t0
     print(f"TRAINING TIME {train_seconds / 60:.1f} min ({step} steps)")
 
     # ---- held-out evaluation (fp32, the shipped inference setting) -----------------------------
