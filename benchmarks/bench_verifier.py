@@ -1,14 +1,20 @@
 #!/usr/bin/env python
 """Benchmark of the entailment verifier: accuracy and throughput.
 
-    python benchmarks/bench_verifier.py [--judge-sample 200] [--skip-judge] [--data ../shared/data]
+    python benchmarks/bench_verifier.py [--verifier SPEC] [--sets heldout,expertqa,fever,minimal] [--skip-judge]
+    python benchmarks/bench_verifier.py --verifier SPEC --sets aggrefact --aggrefact llm-aggrefact-test.parquet
 
-(1) Accuracy: balanced accuracy (threshold 0.5) and ROC-AUC of ``default`` and
-    ``llm-judge:local`` on (a) the held-out attribution split written by
-    scripts/train_verifier.py (citegraph/assets/verifier/heldout_split.json) and (b) ExpertQA
-    claims (support Complete = entailed; Missing / Incomplete = not entailed; Partial and
-    unlabelled claims excluded; premise = the claim's evidence passages joined). The llm-judge
-    is slow, so it (and ``default`` again, for a like-for-like row) runs on a fixed seeded sample.
+(1) Accuracy at the verifier's threshold, per set: balanced accuracy, TPR, TNR and ROC-AUC with 95%
+    bootstrap intervals, ECE, pairs/s. Sets: (a) the held-out attribution split written by
+    scripts/train_verifier.py (citegraph/assets/verifier/heldout_split.json), by source; (b) ExpertQA
+    claims (support Complete = entailed; Missing / Incomplete = not entailed; Partial and unlabelled
+    claims excluded; premise = the claim's evidence passages joined); (c) FEVER-NLI test (never trained
+    on; a label-stratified sample, --fever-sample); (d) the minimal-pair suite
+    (benchmarks/data/minimal_pairs.jsonl: negation, role swap, entity swap, number/date, added detail,
+    supported paraphrase, two-sentence support, long premise, with controls), per category; (e) any
+    file in LLM-AggreFact's format (dataset, doc, claim, label), per dataset and the leaderboard's
+    average. The llm-judge is slow, so it (and the verifier again, for a like-for-like row) runs on a
+    fixed seeded sample (--judge-sample, 0 = none).
 (2) Throughput: the batched, cached verifier vs a one-pair-per-call loop (as ALCE's eval.py
     calls its NLI model) on the same 500 (premise, hypothesis) pairs built from ALCE ASQA docs,
     with repeated pairs as RAAC-style loops produce them.
@@ -44,7 +50,7 @@ def parse_args(argv=None):
     ap.add_argument("--max-windows", type=int, default=None,
                     help="score at most N windows of a long premise (best word overlap first); default: as shipped")
     ap.add_argument("--judge", default="llm-judge:local")
-    ap.add_argument("--judge-sample", type=int, default=200, help="pairs per set for the slow llm-judge")
+    ap.add_argument("--judge-sample", type=int, default=200, help="pairs per set for the slow llm-judge (0 = none)")
     ap.add_argument("--skip-judge", action="store_true")
     ap.add_argument("--throughput-pairs", type=int, default=500)
     ap.add_argument("--repeat-share", type=float, default=0.25, help="share of repeated pairs in the throughput set")
@@ -54,6 +60,16 @@ def parse_args(argv=None):
     ap.add_argument("--batch-sizes", default="", help="comma-separated batch sizes for extra throughput rows, e.g. 32,128,512")
     ap.add_argument("--scores-out", default=None, help="write the held-out scores (one per pair, in split order) to this JSON file")
     ap.add_argument("--skip-accuracy", action="store_true")
+    ap.add_argument("--sets", default="heldout,expertqa,fever,minimal",
+                    help="comma-separated: heldout, expertqa, fever (FEVER-NLI test), minimal (the minimal-pair "
+                         "suite), aggrefact (needs --aggrefact)")
+    ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")
+    ap.add_argument("--minimal-pairs", default=str(REPO / "benchmarks" / "data" / "minimal_pairs.jsonl"))
+    ap.add_argument("--aggrefact", default=None, help="an LLM-AggreFact file (parquet, csv, tsv, jsonl) to score")
+    ap.add_argument("--aggrefact-datasets", default="", help="only these of the file's datasets (comma-separated)")
+    ap.add_argument("--threshold", type=float, default=None, help="decision threshold (default: the verifier's own)")
+    ap.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals")
+    ap.add_argument("--json-out", default=None, help="write every figure to this JSON file")
     ap.add_argument("--skip-throughput", action="store_true")
     return ap.parse_args(argv)
 
@@ -146,22 +162,63 @@ def print_table(headers, rows):
 
 
 # ---------------------------------------------------------------------------------------------
+def _pct(v: float) -> str:
+    return "n/a" if v != v else f"{100 * v:.1f}"
+
+
+def _ci(ci) -> str:
+    return "" if ci[0] != ci[0] else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
+def load_sets(args, data: Path) -> list[tuple[str, list]]:
+    """(name, [CheckPair]) for every set in --sets, read from ../shared/data and benchmarks/data."""
+    from citegraph.eval.verifier_sets import (CheckPair, read_aggrefact, read_fever_nli, read_minimal_pairs,
+                                              stratified_sample)
+
+    want = [x.strip() for x in args.sets.split(",") if x.strip()]
+    out = []
+    for name in want:
+        if name == "heldout":
+            out.append(("held-out attribution", [CheckPair(p, h, y, src.split("/")[0], lab)
+                                                 for p, h, y, lab, src in heldout_pairs(data)]))
+        elif name == "expertqa":
+            eqa, skipped = expertqa_pairs(data)
+            print(f"ExpertQA claims: {len(eqa)} ({sum(r[2] for r in eqa)} Complete = entailed, "
+                  f"{sum(r[3] == 'Incomplete' for r in eqa)} Incomplete + {sum(r[3] == 'Missing' for r in eqa)} Missing "
+                  f"= not entailed; Missing claims have no evidence, premise is empty); excluded: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) + " (Partial excluded by design)")
+            pairs = [CheckPair(p, h, y, "expertqa", lab) for p, h, y, lab, _ in eqa]
+            out.append(("ExpertQA (Complete vs Missing+Incomplete)", pairs))
+            out.append(("ExpertQA with evidence (Complete vs Incomplete)", [q for q in pairs if q.premise.strip()]))
+        elif name == "fever":
+            path = data / "nli_train" / "extra" / "fever_nli" / "test.txt"
+            if not path.exists():
+                die(f"missing {path}")
+            rows = stratified_sample(read_fever_nli(path), args.fever_sample, args.seed)
+            out.append((f"FEVER-NLI test ({'all' if not args.fever_sample else 'stratified sample'})", rows))
+        elif name == "minimal":
+            path = Path(args.minimal_pairs)
+            if not path.exists():
+                die(f"missing {path}")
+            out.append(("minimal pairs", read_minimal_pairs(path)))
+        elif name == "aggrefact":
+            if not args.aggrefact:
+                die("--sets aggrefact needs --aggrefact FILE (LLM-AggreFact's dataset, doc, claim, label)")
+            rows = read_aggrefact(args.aggrefact, [d for d in args.aggrefact_datasets.split(",") if d] or None)
+            out.append((f"LLM-AggreFact file {Path(args.aggrefact).name}", rows))
+        else:
+            die(f"--sets: unknown set {name!r} (heldout, expertqa, fever, minimal, aggrefact)")
+    return out
+
+
 def accuracy(args, data: Path):
+    from citegraph.eval.verifier_sets import binary_report, leaderboard_average, minimal_pair_table
     from citegraph.tools.verifier import get_verifier
 
-    held = heldout_pairs(data)
-    eqa, skipped = expertqa_pairs(data)
-    print(f"held-out attribution pairs: {len(held)} ({sum(r[2] for r in held)} entailed; partially_supported "
-          f"counted as not entailed)")
-    print(f"ExpertQA claims: {len(eqa)} ({sum(r[2] for r in eqa)} Complete = entailed, "
-          f"{sum(r[3] == 'Incomplete' for r in eqa)} Incomplete + {sum(r[3] == 'Missing' for r in eqa)} Missing "
-          f"= not entailed; Missing claims have no evidence, premise is empty); excluded: "
-          + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) + " (Partial excluded by design)")
-
+    sets = load_sets(args, data)
     ver = load_verifier(args)
-    rows, partial_rows = [], []
-    judge = None
-    judge_note = ""
+    thr = args.threshold if args.threshold is not None else getattr(ver, "threshold", 0.5)
+    judge, judge_note = None, ""
     if not args.skip_judge:
         try:
             judge = get_verifier(args.judge)
@@ -169,58 +226,83 @@ def accuracy(args, data: Path):
         except Exception as exc:  # noqa: BLE001
             judge_note = f"{args.judge} not available: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             judge = None
-    sets = [("held-out attribution", held), ("ExpertQA (Complete vs Missing+Incomplete)", eqa),
-            ("ExpertQA with evidence (Complete vs Incomplete)", [r for r in eqa if r[0].strip()])]
-    eqa_scores: dict = {}
+    rows, extra, figures = [], [], {"verifier": args.verifier, "threshold": thr, "sets": {}}
+    scored: dict = {}
     for name, items in sets:
-        pairs = [(p, h) for p, h, *_ in items]
-        y = [r[2] for r in items]
-        if name.startswith("ExpertQA with"):  # a subset of the previous set: reuse its scores
-            s = [eqa_scores[pr] for pr in pairs]
-            pps = float("nan")
+        pairs = [(q.premise, q.claim) for q in items]
+        y = [q.label for q in items]
+        if all(pr in scored for pr in pairs):  # a subset of a set scored above
+            s, pps = [scored[pr] for pr in pairs], float("nan")
         else:
             s, pps = timed_score(ver, pairs)
+            scored.update(zip(pairs, s))
             if name.startswith("held-out") and args.scores_out:
                 Path(args.scores_out).write_text(json.dumps({"device": str(ver.device), "dtype": str(ver.dtype), "scores": s}))
-            if name.startswith("ExpertQA"):
-                eqa_scores = dict(zip(pairs, s))
-        b, a = metrics(y, s)
-        rows.append((name, args.verifier, "full", len(items), f"{b:.3f}", f"{a:.3f}", f"{pps:.1f}" if pps == pps else "(as above)"))
+        rep = binary_report(y, s, thr, boot=args.bootstrap, seed=args.seed)
+        figures["sets"][name] = {**rep.as_dict(), "pairs_per_s": pps}
+        rows.append((name, args.verifier, rep.n, rep.positives, _pct(rep.balanced_accuracy) + _ci(rep.bacc_ci),
+                     _pct(rep.tpr), _pct(rep.tnr), _pct(rep.roc_auc) + _ci(rep.auc_ci), f"{rep.ece:.3f}",
+                     f"{pps:.1f}" if pps == pps else "(as above)"))
         print("  row:", rows[-1], file=sys.stderr, flush=True)
         if name.startswith("held-out"):
+            extra.append(("Held-out attribution by source", ["source", "n", "entailed", "balanced acc", "ROC-AUC"],
+                          _by_group(items, s, thr)))
             by = collections.defaultdict(list)
-            for r, sc in zip(items, s):
-                by[r[3]].append(sc)
-            for lab, v in sorted(by.items()):
-                partial_rows.append((lab, len(v), f"{sum(v) / len(v):.3f}", f"{sum(x >= 0.5 for x in v) / len(v):.3f}"))
-            srcs = collections.defaultdict(lambda: ([], []))
-            for r, sc in zip(items, s):
-                srcs[r[4].split("/")[0]][0].append(r[2])
-                srcs[r[4].split("/")[0]][1].append(sc)
-            src_rows = []
-            for src, (yy, ss) in sorted(srcs.items()):
-                bb, aa = metrics(yy, ss)
-                src_rows.append((src, len(yy), sum(yy), f"{bb:.3f}", f"{aa:.3f}" if aa == aa else "n/a (one class)"))
-        if name.startswith("ExpertQA with"):
-            continue
-        rng = random.Random(args.seed)
-        idx = sorted(rng.sample(range(len(items)), min(args.judge_sample, len(items))))
-        sy = [y[i] for i in idx]
-        b, a = metrics(sy, [s[i] for i in idx])
-        rows.append((name, args.verifier, f"sample {len(idx)}", len(idx), f"{b:.3f}", f"{a:.3f}", "(as full)"))
-        if judge is not None:
+            for q, sc in zip(items, s):
+                by[q.id].append(sc)
+            extra.append(("Held-out score by original label: is partially_supported closer to supported or not?",
+                          ["label", "n", "mean P(entailed)", f"share >= {thr}"],
+                          [(lab, len(v), f"{sum(v) / len(v):.3f}", f"{sum(x >= thr for x in v) / len(v):.3f}")
+                           for lab, v in sorted(by.items())]))
+        if name == "minimal pairs":
+            tab = minimal_pair_table(items, s, thr)
+            figures["minimal_pairs"] = tab
+            extra.append(("Minimal pairs by category (share decided right; control = supported claims kept)",
+                          ["category", "n", "right", "share right"],
+                          [(g, v["n"], v["right"], _pct(v["share"])) for g, v in tab.items()]))
+            by_len = [(q, sc) for q, sc in zip(items, s) if q.group == "long_premise"]
+            if by_len:
+                print(f"  long premises: {len(by_len)} pairs", file=sys.stderr)
+        if name.startswith("LLM-AggreFact"):
+            lb = leaderboard_average(items, s, thr)
+            figures["aggrefact"] = lb
+            extra.append(("LLM-AggreFact file: balanced accuracy per dataset (the leaderboard averages these)",
+                          ["dataset", "n", "balanced acc"],
+                          [(g, sum(q.group == g for q in items), _pct(v)) for g, v in lb["per_dataset"].items()]
+                          + [("average", len(items), _pct(lb["average"]))]))
+        if judge is not None and args.judge_sample and not name.startswith("ExpertQA with"):
+            rng = random.Random(args.seed)
+            idx = sorted(rng.sample(range(len(items)), min(args.judge_sample, len(items))))
+            sy = [y[i] for i in idx]
+            r0 = binary_report(sy, [s[i] for i in idx], thr, boot=args.bootstrap, seed=args.seed)
             js, jpps = timed_score(judge, [pairs[i] for i in idx])
-            b, a = metrics(sy, js)
-            rows.append((name, args.judge, f"sample {len(idx)}", len(idx), f"{b:.3f}", f"{a:.3f}", f"{jpps:.2f}"))
-            print("  row:", rows[-1], file=sys.stderr, flush=True)
-    print("\n(1) Accuracy (threshold 0.5)")
-    print_table(["set", "verifier", "subset", "n", "balanced acc", "ROC-AUC", "pairs/s"], rows)
+            r1 = binary_report(sy, js, 0.5, boot=args.bootstrap, seed=args.seed)
+            for vname, r, pp in ((args.verifier, r0, "(as full)"), (args.judge, r1, f"{jpps:.2f}")):
+                rows.append((f"{name}, sample", vname, r.n, r.positives, _pct(r.balanced_accuracy) + _ci(r.bacc_ci),
+                             _pct(r.tpr), _pct(r.tnr), _pct(r.roc_auc) + _ci(r.auc_ci), f"{r.ece:.3f}", pp))
+    print(f"\n(1) Accuracy at the verifier's threshold {thr} (95% bootstrap intervals, {args.bootstrap} resamples)")
+    print_table(["set", "verifier", "n", "supported", "balanced acc", "TPR", "TNR", "ROC-AUC", "ECE", "pairs/s"], rows)
     if judge is None and not args.skip_judge:
         print(f"note: {judge_note}")
-    print("\nHeld-out attribution by source (default)")
-    print_table(["source", "n", "entailed", "balanced acc", "ROC-AUC"], src_rows)
-    print("\nHeld-out score by original label (default): is partially_supported closer to supported or not?")
-    print_table(["label", "n", "mean P(entailed)", "share >= 0.5"], partial_rows)
+    for title, headers, trows in extra:
+        print(f"\n{title}")
+        print_table(headers, trows)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(figures, indent=1))
+
+
+def _by_group(items, scores, thr):
+    from citegraph.eval.verifier_sets import binary_report
+
+    groups = collections.defaultdict(lambda: ([], []))
+    for q, sc in zip(items, scores):
+        groups[q.group][0].append(q.label)
+        groups[q.group][1].append(sc)
+    out = []
+    for g, (yy, ss) in sorted(groups.items()):
+        r = binary_report(yy, ss, thr, boot=0)
+        out.append((g, r.n, r.positives, f"{r.balanced_accuracy:.3f}", f"{r.roc_auc:.3f}" if r.roc_auc == r.roc_auc else "n/a (one class)"))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

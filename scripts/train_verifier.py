@@ -299,6 +299,9 @@ def metrics(y, p, thr=0.5):
 def main(argv=None) -> int:
     args = parse_args(argv)
     data_dir = Path(args.data)
+    if args.resume and not (Path(args.out) / "checkpoint" / "trainer_state.pt").exists():
+        print(f"--resume: no checkpoint at {Path(args.out) / 'checkpoint'}", file=sys.stderr)
+        return 2
     if not (data_dir / "attribution_pairs.jsonl").exists() or not (data_dir / "nli_pairs.jsonl").exists():
         print(f"training data not found under {data_dir} (expected ../shared/data/nli_train)", file=sys.stderr)
         return 2
@@ -414,11 +417,7 @@ def main(argv=None) -> int:
     ckpt = Path(args.out) / "checkpoint"
     step, done_seconds, run_loss = 0, 0.0, 0.0
     if args.resume:
-        state_file = ckpt / "trainer_state.pt"
-        if not state_file.exists():
-            print(f"--resume: no checkpoint at {ckpt}", file=sys.stderr)
-            return 2
-        state = torch.load(state_file, weights_only=False)
+        state = torch.load(ckpt / "trainer_state.pt", weights_only=False)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])

@@ -33,6 +33,7 @@ _MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b")
 _NAME = re.compile(r"(?<=[\s(\"'])(?:[A-Z][\w'\-]*[a-z][\w'\-]*)(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][\w'\-]*)*")
 _AUX = re.compile(r"\b(is|are|was|were|will|can|could|would|should|has|have|had|does|did|do|may|must|might)\b(?! not\b)(?!n't)")
 _NEG_DEL = re.compile(r"\b(?:not |never |no longer )|n't\b")
+_LIST_WORDS = {"and", "or", "nor", "but", "with", "plus", "the"}
 _CAP_STOP = set("The A An In On At For By From With This That These Those It Its He She They His Her Their "
                 "However But And Or If When While After Before During Since Although".split())
 # polarity pairs: each maps both ways
@@ -64,7 +65,7 @@ def names_in(text: str) -> list[str]:
     out = []
     for m in _NAME.finditer(" " + text):
         n = m.group(0).strip()
-        if m.start() == 0:  # the first word of a sentence is capitalised anyway: not known to be a name
+        if m.start() <= 1:  # the first word of a sentence is capitalised anyway: not known to be a name
             continue
         if n.split()[0] not in _CAP_STOP and len(n) > 2:
             out.append(n)
@@ -112,8 +113,8 @@ def role_swap(premise: str, hyp: str, rng: random.Random) -> str | None:
         return None
     i, j = sorted((hyp.index(a), hyp.index(b)))
     between = hyp[i:j].split()[1:]
-    if not any(len(w) > 2 and w.islower() for w in between):  # "Wuhan, China": a list, not two roles
-        return None
+    if not any(len(w) > 2 and w.islower() and w not in _LIST_WORDS for w in between):  # "Wuhan, China", "A and B"
+        return None  # a list, not two roles
     out = hyp.replace(a, "\0").replace(b, a).replace("\0", b)
     return out if out != hyp else None
 

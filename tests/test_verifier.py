@@ -181,6 +181,16 @@ def test_max_windows_scores_only_the_best_overlap_windows(tmp_path):
     assert v.stats.windows_skipped == 1
 
 
+def test_trained_folder_keeps_its_inference_settings(tmp_path):
+    path = make_bert(tmp_path / "m", {0: "not_entailment", 1: "entailment"})
+    assert V.get_verifier(f"hf-classifier:{path}").max_length == 128  # the model's own limit
+    (path / "inference.json").write_text(json.dumps({"max_length": 40, "max_windows": 1, "window_overlap": 8}))
+    V.clear_verifier_cache()
+    v = V.get_verifier(f"hf-classifier:{path}")
+    assert (v.max_length, v.max_windows, v.window_overlap) == (40, 1, 8)
+    assert V.get_verifier(f"hf-classifier:{path}", max_windows=0).max_windows is None  # a call's own setting wins
+
+
 def test_windows_overlap_and_cover(tmp_path):
     path = make_bert(tmp_path / "m", {0: "not_entailment", 1: "entailment"}, max_pos=512)
     v = V.get_verifier(f"hf-classifier:{path}", device="cpu", max_length=64, max_premise_tokens=20, window_overlap=5)

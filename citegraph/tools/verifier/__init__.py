@@ -5,7 +5,8 @@ Backends, chosen by ``spec``:
 * ``default`` -- our cross-encoder fine-tuned from all-MiniLM-L6-v2 (``citegraph/assets/verifier``,
   see its MODEL_CARD.md); binary head ``{0: not_entailment, 1: entailment}``.
 * ``hf-classifier:<id-or-path>`` -- MNLI-style sequence classifiers (2- or 3-way); the entailment
-  index is read from ``config.id2label``.
+  index is read from ``config.id2label``; a folder with an ``inference.json`` (as
+  ``scripts/train_verifier.py`` writes one) keeps its sequence length and window policy.
 * ``hf-seq2seq:<id-or-path>`` -- TRUE-style T5: input ``"premise: {p} hypothesis: {h}"``,
   probability = softmax over the logits of the tokens ``"1"`` vs ``"0"`` at the first decoder step.
 * ``llm-judge`` / ``llm-judge:<chat spec>`` -- Yes/No judge on a chat model through

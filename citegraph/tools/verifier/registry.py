@@ -28,9 +28,14 @@ DEFAULT_SETTINGS: dict[str, Any] = {"max_length": 256, "batch_size": 32, "window
 
 def default_settings() -> dict[str, Any]:
     """DEFAULT_SETTINGS updated by ``assets/verifier/inference.json`` (max_length, quantize, ...)."""
-    f = ASSET_DIR / "inference.json"
-    extra = json.loads(f.read_text(encoding="utf-8")) if f.exists() else {}
-    return {**DEFAULT_SETTINGS, **extra}
+    return {**DEFAULT_SETTINGS, **folder_settings(ASSET_DIR)}
+
+
+def folder_settings(folder: str | Path) -> dict[str, Any]:
+    """The inference settings a trained model folder carries (``inference.json``: the sequence length
+    it was trained at, its window policy), or none."""
+    f = Path(folder).expanduser() / "inference.json"
+    return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {}
 
 
 class ThresholdedVerifier:
@@ -89,8 +94,8 @@ def _build(spec: str, kw: dict[str, Any]) -> Verifier:
         if not (ASSET_DIR / "config.json").exists():
             raise _load_error(spec, FileNotFoundError(f"{ASSET_DIR} has no trained model"))
         return HFClassifierVerifier(spec, str(ASSET_DIR), **{**default_settings(), **kw})
-    if name == "hf-classifier" and arg:
-        return HFClassifierVerifier(spec, arg, **kw)
+    if name == "hf-classifier" and arg:  # a folder written by scripts/train_verifier.py keeps its settings
+        return HFClassifierVerifier(spec, arg, **{**folder_settings(arg), **kw})
     if name == "hf-seq2seq" and arg:
         return HFSeq2SeqVerifier(spec, arg, **kw)
     if name == "llm-judge":
