@@ -32,6 +32,7 @@ _MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b")
 # a name: capitalised words (with "of"/"de"/"the" inside), not at the very start of the sentence
 _NAME = re.compile(r"(?<=[\s(\"'])(?:[A-Z][\w'\-]*[a-z][\w'\-]*)(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][\w'\-]*)*")
 _AUX = re.compile(r"\b(is|are|was|were|will|can|could|would|should|has|have|had|does|did|do|may|must|might)\b(?! not\b)(?!n't)")
+_PAST = re.compile(r"(?<=\s)[a-z]{3,}ed\b")
 _NEG_DEL = re.compile(r"\b(?:not |never |no longer )|n't\b")
 _LIST_WORDS = {"and", "or", "nor", "but", "with", "plus", "the"}
 _CAP_STOP = set("The A An In On At For By From With This That These Those It Its He She They His Her Their "
@@ -89,6 +90,10 @@ def negation(premise: str, hyp: str, rng: random.Random) -> str | None:
     m = _AUX.search(hyp)
     if m:
         options.append(_sub_once(hyp, m.end(), m.end(), " not"))
+    elif not _NEG_DEL.search(hyp):  # no auxiliary: "never" before the first past-tense verb ("The drug reduced" → "The drug never reduced")
+        m = _PAST.search(hyp)
+        if m and m.start() > 0:
+            options.append(_sub_once(hyp, m.start(), m.start(), "never "))
     flips = list(_FLIP_RE.finditer(hyp))
     if flips:
         f = rng.choice(flips)
