@@ -70,6 +70,9 @@ def parse_args(argv=None):
     ap.add_argument("--threshold", type=float, default=None, help="decision threshold (default: the verifier's own)")
     ap.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals")
     ap.add_argument("--json-out", default=None, help="write every figure to this JSON file")
+    ap.add_argument("--fit-temperature", action="store_true",
+                    help="fit a temperature on the held-out split's scores and print every set's ECE with it "
+                         "(decisions at 0.5 do not change); the shipped value goes in assets/verifier/inference.json")
     ap.add_argument("--skip-throughput", action="store_true")
     return ap.parse_args(argv)
 
@@ -228,6 +231,7 @@ def accuracy(args, data: Path):
             judge = None
     rows, extra, figures = [], [], {"verifier": args.verifier, "threshold": thr, "sets": {}}
     scored: dict = {}
+    all_scores = []
     for name, items in sets:
         pairs = [(q.premise, q.claim) for q in items]
         y = [q.label for q in items]
@@ -238,6 +242,7 @@ def accuracy(args, data: Path):
             scored.update(zip(pairs, s))
             if name.startswith("held-out") and args.scores_out:
                 Path(args.scores_out).write_text(json.dumps({"device": str(ver.device), "dtype": str(ver.dtype), "scores": s}))
+        all_scores.append(s)
         rep = binary_report(y, s, thr, boot=args.bootstrap, seed=args.seed)
         figures["sets"][name] = {**rep.as_dict(), "pairs_per_s": pps}
         rows.append((name, args.verifier, rep.n, rep.positives, _pct(rep.balanced_accuracy) + _ci(rep.bacc_ci),
@@ -287,6 +292,20 @@ def accuracy(args, data: Path):
     for title, headers, trows in extra:
         print(f"\n{title}")
         print_table(headers, trows)
+    if args.fit_temperature:
+        from citegraph.eval.verifier_sets import apply_temperature, ece, fit_temperature
+
+        held = next(((items, s) for (n, items), s in zip(sets, all_scores) if n.startswith("held-out")), None)
+        if held is None:
+            die("--fit-temperature needs the held-out split in --sets")
+        t = fit_temperature([q.label for q in held[0]], held[1])
+        figures["temperature"] = t
+        print(f"\nTemperature fitted on the held-out split's log-loss: {t} (the scores above were made with "
+              f"{getattr(ver, 'temperature', 1.0)}); ECE per set with it:")
+        print_table(["set", "ECE now", f"ECE at temperature {t}"],
+                    [(n, f"{ece([q.label for q in items], s):.3f}",
+                      f"{ece([q.label for q in items], apply_temperature(s, t)):.3f}")
+                     for (n, items), s in zip(sets, all_scores)])
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=1))
 

@@ -191,6 +191,18 @@ def test_trained_folder_keeps_its_inference_settings(tmp_path):
     assert V.get_verifier(f"hf-classifier:{path}", max_windows=0).max_windows is None  # a call's own setting wins
 
 
+def test_temperature_scales_the_score_not_the_decision(tmp_path):
+    path = make_bert(tmp_path / "m", {0: "not_entailment", 1: "entailment"}, bias=[0.0, 1.2])
+    plain = V.get_verifier(f"hf-classifier:{path}").score([("a", "b")])[0]
+    assert plain == pytest.approx(_softmax([0.0, 1.2])[1], abs=1e-4)
+    (path / "inference.json").write_text(json.dumps({"temperature": 2.0}))
+    V.clear_verifier_cache()
+    warm = V.get_verifier(f"hf-classifier:{path}").score([("a", "b")])[0]
+    assert warm == pytest.approx(_softmax([0.0, 0.6])[1], abs=1e-4) and (warm >= 0.5) == (plain >= 0.5)
+    with pytest.raises(Exception, match="temperature must be above 0"):
+        V.get_verifier(f"hf-classifier:{path}", temperature=0)
+
+
 def test_windows_overlap_and_cover(tmp_path):
     path = make_bert(tmp_path / "m", {0: "not_entailment", 1: "entailment"}, max_pos=512)
     v = V.get_verifier(f"hf-classifier:{path}", device="cpu", max_length=64, max_premise_tokens=20, window_overlap=5)

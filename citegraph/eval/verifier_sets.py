@@ -233,3 +233,29 @@ def minimal_pair_table(pairs: Sequence[CheckPair], scores: Sequence[float], thre
     for p, v in zip(pairs, scores):
         out.setdefault(p.group, []).append(int(int(v >= threshold) == p.label))
     return {g: {"n": len(v), "right": sum(v), "share": sum(v) / len(v)} for g, v in sorted(out.items())}
+
+
+# ------------------------------------------------------------------------------------------------
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def apply_temperature(scores: Sequence[float], temperature: float) -> list[float]:
+    """Binary scores as if the model's logits had been divided by ``temperature`` (same decisions at 0.5)."""
+    return [1 / (1 + math.exp(-_logit(p) / temperature)) for p in scores]
+
+
+def fit_temperature(y: Sequence[int], scores: Sequence[float]) -> float:
+    """The temperature that minimises the log-loss of ``scores`` on labels ``y`` (a grid, then a finer one)."""
+    logits = [_logit(p) for p in scores]
+
+    def nll(t: float) -> float:
+        total = 0.0
+        for lab, z in zip(y, logits):
+            q = 1 / (1 + math.exp(-z / t))
+            total -= math.log(max(q if lab else 1 - q, 1e-12))
+        return total
+
+    best = min((0.25 + 0.05 * k for k in range(96)), key=nll)
+    return round(min((best - 0.05 + 0.005 * k for k in range(21)), key=nll), 3)

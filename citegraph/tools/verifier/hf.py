@@ -90,8 +90,12 @@ class _HFVerifier(Verifier):
         num_threads: int | None = None,
         quantize: str | None = None,
         max_windows: int | None = None,
+        temperature: float = 1.0,
         **kw,
     ):
+        if not float(temperature) > 0:
+            raise ValueError(f"temperature must be above 0, got {temperature}")
+        self.temperature = float(temperature)
         if max_windows is not None and int(max_windows) < 0:
             raise ValueError(f"max_windows must be 0 (every window) or more, got {max_windows}")
         super().__init__(spec=spec, batch_size=batch_size, **kw)
@@ -219,7 +223,9 @@ class HFClassifierVerifier(_HFVerifier):
             [p for p, _ in pairs], [h for _, h in pairs],
             truncation=True, max_length=self.max_length, padding=True, return_tensors="pt",
         ).to(self.device)
-        logits = self.model(**enc).logits.float()
+        # temperature scaling (inference.json, fitted on held-out pairs): the same decisions at 0.5 for
+        # a binary head, a score that reads as a probability
+        logits = self.model(**enc).logits.float() / self.temperature
         if self.num_labels == 1:
             return torch.sigmoid(logits[:, 0]).tolist()
         return torch.softmax(logits, dim=-1)[:, self.entail_idx].tolist()
