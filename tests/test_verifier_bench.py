@@ -1,0 +1,276 @@
+"""The verifier's measuring tools: LLM-AggreFact's file format, the figures (balanced accuracy with
+bootstrap intervals, TPR/TNR, ECE), the minimal-pair suite and its floors, and the training
+script's data recipe, checkpoints and resume (a few steps, in the fast suite)."""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from citegraph.errors import InputError
+from citegraph.eval import verifier_sets as VS
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = REPO / "benchmarks" / "data" / "minimal_pairs.jsonl"
+
+
+def _load_script(name: str):
+    sys.path.insert(0, str(REPO / "scripts"))
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ------------------------------------------------------------------------------------------------
+# LLM-AggreFact's format
+# ------------------------------------------------------------------------------------------------
+ROWS = [
+    {"dataset": "AggreFact-CNN", "doc": "The mayor opened the bridge on Monday.", "claim": "The bridge opened on Monday.", "label": 1},
+    {"dataset": "AggreFact-CNN", "doc": "The mayor opened the bridge on Monday.", "claim": "The bridge opened on Friday.", "label": 0},
+    {"dataset": "LFQA", "doc": "Owls hunt at night.", "claim": "Owls are nocturnal hunters.", "label": 1},
+    {"dataset": "LFQA", "doc": "Owls hunt at night.", "claim": "Owls hunt in daylight.", "label": 0},
+]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".json"])
+def test_aggrefact_reader_reads_the_published_columns(tmp_path, suffix):
+    path = tmp_path / f"aggrefact{suffix}"
+    if suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    elif suffix == ".json":
+        path.write_text(json.dumps(ROWS))
+    else:
+        import csv
+
+        with path.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["dataset", "doc", "claim", "label"])
+            w.writeheader()
+            w.writerows(ROWS)
+    pairs = VS.read_aggrefact(path)
+    assert [(p.group, p.label) for p in pairs] == [("AggreFact-CNN", 1), ("AggreFact-CNN", 0), ("LFQA", 1), ("LFQA", 0)]
+    assert pairs[2].premise == "Owls hunt at night." and pairs[2].claim == "Owls are nocturnal hunters."
+    only = VS.read_aggrefact(path, ["lfqa"])
+    assert {p.group for p in only} == {"LFQA"} and len(only) == 2
+
+
+def test_aggrefact_reader_parquet(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "test-00000-of-00001.parquet"
+    pd.DataFrame(ROWS).to_parquet(path)
+    assert len(VS.read_aggrefact(path)) == 4
+
+
+def test_aggrefact_reader_bad_input_is_one_line(tmp_path):
+    bad = tmp_path / "x.jsonl"
+    bad.write_text(json.dumps({"premise": "a", "hypothesis": "b", "label": 1}) + "\n")
+    with pytest.raises(InputError, match="missing column.*claim.*doc"):
+        VS.read_aggrefact(bad)
+    bad.write_text(json.dumps({"doc": "a", "claim": "b", "label": "maybe"}) + "\n")
+    with pytest.raises(InputError, match="label 'maybe'"):
+        VS.read_aggrefact(bad)
+    with pytest.raises(InputError, match="no such file"):
+        VS.read_aggrefact(tmp_path / "absent.jsonl")
+    (tmp_path / "x.txt").write_text("doc\tclaim\n")
+    with pytest.raises(InputError, match="expected .parquet"):
+        VS.read_aggrefact(tmp_path / "x.txt")
+    good = tmp_path / "g.jsonl"
+    good.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    with pytest.raises(InputError, match="none of the datasets"):
+        VS.read_aggrefact(good, ["wice"])
+
+
+def test_leaderboard_average_is_the_mean_of_per_dataset_balanced_accuracy(tmp_path):
+    pairs = [VS.CheckPair(r["doc"], r["claim"], r["label"], r["dataset"]) for r in ROWS]
+    # CNN: both right (1.0); LFQA: accepts both (TPR 1, TNR 0 -> 0.5)
+    lb = VS.leaderboard_average(pairs, [0.9, 0.1, 0.9, 0.8])
+    assert lb["per_dataset"] == {"AggreFact-CNN": 1.0, "LFQA": 0.5}
+    assert lb["average"] == 0.75
+
+
+# ------------------------------------------------------------------------------------------------
+# figures
+# ------------------------------------------------------------------------------------------------
+def test_binary_report_figures_and_intervals():
+    y = [1, 1, 1, 1, 0, 0, 0, 0]
+    s = [0.9, 0.8, 0.7, 0.2, 0.6, 0.1, 0.1, 0.3]
+    r = VS.binary_report(y, s, 0.5, boot=500, seed=1)
+    assert (r.tpr, r.tnr, r.balanced_accuracy) == (0.75, 0.75, 0.75)
+    assert r.roc_auc == pytest.approx(0.875)
+    assert r.bacc_ci[0] <= 0.75 <= r.bacc_ci[1] and r.bacc_ci[0] < r.bacc_ci[1]
+    assert r.auc_ci[0] <= r.roc_auc <= r.auc_ci[1]
+    assert VS.binary_report(y, s, 0.5, boot=500, seed=1) == r  # seeded
+    assert VS.binary_report(y, s, 0.65).tnr == 1.0  # the threshold decides
+
+
+def test_ece_is_zero_when_calibrated_and_large_when_overconfident():
+    y = [1] * 8 + [0] * 2
+    assert VS.ece(y, [0.8] * 10) == pytest.approx(0.0)
+    assert VS.ece([0] * 10, [0.99] * 10) == pytest.approx(0.99)
+
+
+def test_fitted_temperature_recovers_an_overconfident_scale():
+    import math
+
+    rng = random.Random(0)
+    y, s = [], []
+    for _ in range(3000):
+        z = rng.gauss(0, 3)
+        y.append(int(rng.random() < 1 / (1 + math.exp(-z / 2))))  # the truth: logits twice too large
+        s.append(1 / (1 + math.exp(-z)))
+    t = VS.fit_temperature(y, s)
+    assert 1.8 < t < 2.3
+    warm = VS.apply_temperature(s, t)
+    assert VS.ece(y, warm) < VS.ece(y, s) / 2
+    assert [v >= 0.5 for v in warm] == [v >= 0.5 for v in s]
+
+
+def test_stratified_sample_keeps_label_shares_and_is_seeded():
+    pairs = [VS.CheckPair("p", str(i), int(i % 4 == 0)) for i in range(400)]
+    s = VS.stratified_sample(pairs, 100, seed=3)
+    assert len(s) == 100 and sum(p.label for p in s) == 25
+    assert s == VS.stratified_sample(pairs, 100, seed=3) != VS.stratified_sample(pairs, 100, seed=4)
+
+
+# ------------------------------------------------------------------------------------------------
+# the minimal-pair suite
+# ------------------------------------------------------------------------------------------------
+CATEGORIES = {"negation": 0, "role_swap": 0, "entity_swap": 0, "number_date": 0, "added_detail": 0,
+              "paraphrase": 1, "two_sentence": 1}
+
+
+def test_minimal_pair_suite_covers_every_category_with_controls():
+    pairs = VS.read_minimal_pairs(SUITE)
+    rows = [json.loads(line) for line in SUITE.read_text().splitlines()]
+    assert len(pairs) >= 150 and len({p.id for p in pairs}) == len(pairs)
+    by = collections.Counter(p.group for p in pairs)
+    for cat, label in CATEGORIES.items():
+        assert by[cat] >= 20, cat
+        assert {p.label for p in pairs if p.group == cat} == {label}, cat
+    long = [p for p in pairs if p.group == "long_premise"]
+    assert len(long) >= 20 and {p.label for p in long} == {0, 1}
+    assert min(len(p.premise.split()) for p in long) >= 250
+    # every group of a perturbed category has its control: the same premise, a supported claim
+    groups = collections.defaultdict(list)
+    for r in rows:
+        groups[r["group"]].append(r)
+    for g, rs in groups.items():
+        if rs[0]["category"] in ("negation", "role_swap", "entity_swap", "number_date", "added_detail", "control"):
+            ctl = [r for r in rs if r["category"] == "control"]
+            assert len(ctl) == 1 and ctl[0]["label"] == 1, g
+            assert len({r["premise"] for r in rs}) == 1, g
+
+
+def test_minimal_pair_table_counts_right_decisions():
+    pairs = [VS.CheckPair("p", "a", 0, "negation"), VS.CheckPair("p", "b", 0, "negation"),
+             VS.CheckPair("p", "c", 1, "control")]
+    tab = VS.minimal_pair_table(pairs, [0.2, 0.7, 0.9])
+    assert tab == {"control": {"n": 1, "right": 1, "share": 1.0}, "negation": {"n": 2, "right": 1, "share": 0.5}}
+
+
+# ------------------------------------------------------------------------------------------------
+# the training recipe
+# ------------------------------------------------------------------------------------------------
+def test_minimal_pair_negatives_change_one_thing_and_keep_their_pair():
+    vd = _load_script("verifier_data")
+    premise = ("In 2019 the city of Oslo hosted 1200 runners from Kenya and Norway. "
+               "Bergen was considered and rejected. Google acquired YouTube in 2006.")
+    rows = [{"premise": premise, "hypothesis": "In 2019 the city of Oslo hosted 1200 runners.", "y": 1},
+            {"premise": premise, "hypothesis": "The company Google acquired YouTube in 2006.", "y": 1},
+            {"premise": premise, "hypothesis": "The race in Oslo was not cancelled.", "y": 1},
+            {"premise": premise, "hypothesis": "Runners came from Kenya and Norway.", "y": 1},
+            {"premise": premise, "hypothesis": "Bergen was considered and rejected.", "y": 1},
+            {"premise": premise, "hypothesis": "Oslo hosted runners.", "y": 1},
+            {"premise": premise, "hypothesis": "Bergen hosted 30 runners.", "y": 0}]
+    seen = collections.Counter()
+    for seed in range(60):
+        out, by_rule = vd.minimal_pair_negatives(rows, 5, random.Random(seed))
+        assert 3 <= len(out) <= 5 and sum(by_rule.values()) == len(out)
+        assert len({r["pair_of"] for r in out}) == len(out)  # each supported pair used once
+        for r in out:
+            src = rows[r["pair_of"]]
+            assert src["y"] == 1 and r["y"] == 0 and r["premise"] == src["premise"]
+            assert r["hypothesis"] != src["hypothesis"]
+            seen[r["source"]] += 1
+            if r["source"] == "synthetic/role_swap":
+                assert r["hypothesis"] == "The company YouTube acquired Google in 2006."
+    assert set(seen) == {f"synthetic/{k}" for k in vd.RULES}
+    assert vd.minimal_pair_negatives(rows, 5, random.Random(7)) == vd.minimal_pair_negatives(rows, 5, random.Random(7))
+    # the flips and the "not" of a negation
+    rng = random.Random(0)
+    negs = {vd.negation("The river rose.", "The river rose.", random.Random(s)) for s in range(10)}
+    assert negs <= {"The river fell."}
+    assert vd.negation("x", "The race was not cancelled.", rng) == "The race was cancelled."
+    assert {vd.negation("x", "Google acquired YouTube.", random.Random(k)) for k in range(5)} == {"Google never acquired YouTube."}
+    assert vd.negation("x", "The vote was approved.", random.Random(2)) in {"The vote was not approved.", "The vote was rejected."}
+    assert vd.number("Born 1950.", "He was born in 1950.", random.Random(1)) != "He was born in 1950."
+    assert vd.number("x", "COVID-19 spread.", random.Random(1)) is None  # a name's digits are not a number
+
+
+def test_fever_test_split_is_refused_for_training(tmp_path):
+    vd = _load_script("verifier_data")
+    f = tmp_path / "test.txt"
+    f.write_text("entailment\tA.\tA.\n")
+    with pytest.raises(ValueError, match="kept for measurement"):
+        vd.read_fever_nli(f, -1, random.Random(0))
+
+
+def _tiny_data(root: Path) -> Path:
+    data = root / "nli_train"
+    (data / "extra" / "fever_nli").mkdir(parents=True)
+    (data / "extra" / "factcg").mkdir(parents=True)
+    rng = random.Random(0)
+    attr, nli = [], []
+    for i in range(60):
+        city = rng.choice(["Oslo", "Lyon", "Turin", "Porto"])
+        p = f"In {2000 + i} the town of {city} opened {i + 3} new schools for local children."
+        attr.append({"premise": p, "hypothesis": f"{city} opened {i + 3} new schools.", "label": "supported",
+                     "source": "toy/a", "split": "x"})
+        attr.append({"premise": p, "hypothesis": f"{city} closed its hospital.", "label": "unsupported",
+                     "source": "toy/a", "split": "x"})
+        nli.append({"premise": p, "hypothesis": "A town opened schools.", "label": "entailment", "source": "toy/n", "split": "x"})
+    (data / "attribution_pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in attr))
+    (data / "nli_pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in nli))
+    (data / "extra" / "fever_nli" / "dev.txt").write_text(
+        "".join(f"{'entailment' if i % 2 else 'not_entailment'}\tPremise {i} about Lyon .\tClaim {i}.\n" for i in range(20)))
+    (data / "extra" / "factcg" / "CG2C_doc.json").write_text(
+        "".join(json.dumps({"text_a": f"Doc {i} on Turin.", "text_b": str([f"Claim {i}."]), "orig_label": str(i % 2)}) + "\n"
+                for i in range(10)))
+    return data
+
+
+@pytest.mark.skipif(not (REPO / "citegraph" / "assets" / "verifier" / "config.json").exists(),
+                    reason="the shipped weights are the base of the smoke run")
+def test_training_script_smoke_run_checkpoints_and_resumes(tmp_path):
+    pytest.importorskip("torch")
+    data = _tiny_data(tmp_path)
+    out = tmp_path / "run"
+    cmd = [sys.executable, str(REPO / "scripts" / "train_verifier.py"), "--data", str(data), "--out", str(out),
+           "--base", str(REPO / "citegraph" / "assets" / "verifier"), "--nli", "20", "--fever", "-1", "--factcg", "-1",
+           "--minimal-pairs", "20", "--long-premise", "5", "--max-len", "64", "--batch", "8", "--max-steps", "3",
+           "--checkpoint-every", "2", "--threads", "1"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    info = json.loads((out / "training_info.json").read_text())
+    counts = info["data_counts"]
+    assert counts["fever_nli_dev"]["total"] == 20 and counts["factcg"]["total"] == 10
+    assert counts["minimal_pair_negatives"]["total"] > 0 and info["steps"] == 3
+    assert (out / "checkpoint" / "trainer_state.pt").exists() and (out / "model.safetensors").exists()
+    again = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, env=env, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "resumed from" in again.stdout and "at step 2" in again.stdout
+    other = list(cmd)
+    other[other.index("--out") + 1] = str(tmp_path / "other")
+    missing = subprocess.run(other + ["--resume"], capture_output=True, text=True, env=env, timeout=600)
+    assert missing.returncode == 2 and "no checkpoint" in missing.stderr
+
