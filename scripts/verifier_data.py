@@ -104,15 +104,56 @@ def negation(premise: str, hyp: str, rng: random.Random) -> str | None:
     return rng.choice(options) if options else None
 
 
+_IRREGULAR = ("beat|bought|sold|won|hit|led|met|left|took|gave|told|taught|caught|brought|built|chose|drove|ate|"
+              "fed|fought|found|hired|kept|paid|saw|sent|struck|overtook|outsold|outran|succeeded|replaced|"
+              "defeated|acquired|founded|sued|signed|married|interviewed|trained|employs|owns|leads|beats|follows")
+_VERB = re.compile(r"\b(?:[a-z]{3,}ed|" + _IRREGULAR + r")\b")
+_NP_END = re.compile(r"\s(?:in|on|at|for|from|with|after|before|during|by|to|of|because|when|while|since|and|but|"
+                     r"who|which|that)\b|[,;.:!?]")
+
+
+def np_swap(hyp: str) -> str | None:
+    """The subject and the object of the first transitive verb trade places ("The veterinarian examined
+    the farmer's dog after ..." → "The farmer's dog examined the veterinarian after ...")."""
+    text = hyp.strip()
+    m = _VERB.search(text)
+    if not m or m.start() == 0:
+        return None
+    subj = text[: m.start()].strip()
+    rest = text[m.end():]
+    e = _NP_END.search(rest)
+    obj = (rest[: e.start()] if e else rest).strip()
+    tail = rest[e.start():] if e else ""
+    if not (1 <= len(subj.split()) <= 5 and 1 <= len(obj.split()) <= 6) or subj.lower() == obj.lower():
+        return None
+    if any(w.lower() in ("it", "he", "she", "they", "we", "i", "you", "this", "there") for w in subj.split()[:1]):
+        return None  # a pronoun subject does not make a swapped object
+    if any(c.isdigit() for c in subj + obj):
+        return None
+
+    def as_start(np: str) -> str:
+        return np[:1].upper() + np[1:]
+
+    def as_object(np: str) -> str:
+        first = np.split()[0]
+        common = ("a", "an", "the", "most", "many", "some", "all", "several", "both", "each", "every", "no")
+        return np[:1].lower() + np[1:] if first in _CAP_STOP or first.lower() in common else np
+
+    return f"{as_start(obj)} {m.group(0)} {as_object(subj)}{tail}"
+
+
 def role_swap(premise: str, hyp: str, rng: random.Random) -> str | None:
     m = _COMPARE.match(hyp.strip())
     if m and rng.random() < 0.5:  # the two sides of a comparison
         a, b = m.group("a"), m.group("b").strip()
         a = a[:1].lower() + a[1:] if a.split()[0] in _CAP_STOP else a
         return f"{b[:1].upper() + b[1:]} {m.group('rel')} {a}{m.group('end')}"
+    swapped = np_swap(hyp)  # subject and object: the cleaner swap where the sentence has one
+    if swapped and rng.random() < 0.7:
+        return swapped
     names = [n for n in names_in(hyp) if n.lower() in premise.lower()]
     if len(names) < 2:
-        return None
+        return swapped
     a, b = rng.sample(names, 2)
     if a in b or b in a:
         return None

@@ -202,7 +202,9 @@ def test_minimal_pair_negatives_change_one_thing_and_keep_their_pair():
             assert r["hypothesis"] != src["hypothesis"]
             seen[r["source"]] += 1
             if r["source"] == "synthetic/role_swap":
-                assert r["hypothesis"] == "The company YouTube acquired Google in 2006."
+                assert r["hypothesis"] in {"The company YouTube acquired Google in 2006.",  # the names
+                                           "YouTube acquired the company Google in 2006.",  # subject and object
+                                           "Runners hosted Oslo."}
     assert set(seen) == {f"synthetic/{k}" for k in vd.RULES}
     assert vd.minimal_pair_negatives(rows, 5, random.Random(7)) == vd.minimal_pair_negatives(rows, 5, random.Random(7))
     # the flips and the "not" of a negation
@@ -212,6 +214,9 @@ def test_minimal_pair_negatives_change_one_thing_and_keep_their_pair():
     assert vd.negation("x", "The race was not cancelled.", rng) == "The race was cancelled."
     assert {vd.negation("x", "Google acquired YouTube.", random.Random(k)) for k in range(5)} == {"Google never acquired YouTube."}
     assert vd.negation("x", "The vote was approved.", random.Random(2)) in {"The vote was not approved.", "The vote was rejected."}
+    assert vd.np_swap("The veterinarian examined the farmer's dog after it was bitten.") == \
+        "The farmer's dog examined the veterinarian after it was bitten."
+    assert vd.np_swap("It reduced costs.") is None  # a pronoun is no swappable subject
     assert vd.number("Born 1950.", "He was born in 1950.", random.Random(1)) != "He was born in 1950."
     assert vd.number("x", "COVID-19 spread.", random.Random(1)) is None  # a name's digits are not a number
 
