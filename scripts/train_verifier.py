@@ -256,16 +256,13 @@ def length_grouped_batches(units: list[list[int]], lengths: list[int], batch: in
 
 
 def make_units(rows: list[dict]) -> list[list[int]]:
-    """One unit per training pair, except that a minimal-pair negative and the supported pair it
-    was made from form one unit (so each batch holds both sides of the minimal pair)."""
-    paired = {r["pair_of"]: k for k, r in enumerate(rows) if "pair_of" in r}
-    units = []
+    """One unit per training pair, except that the minimal-pair negatives made from a supported pair
+    form one unit with it (so each batch holds both sides of a minimal pair)."""
+    negatives: dict[int, list[int]] = collections.defaultdict(list)
     for k, r in enumerate(rows):
         if "pair_of" in r:
-            units.append([r["pair_of"], k])
-        elif k not in paired:
-            units.append([k])
-    return units
+            negatives[r["pair_of"]].append(k)
+    return [[k, *negatives.get(k, [])] for k, r in enumerate(rows) if "pair_of" not in r]
 
 
 def evaluate(model, tok, data, max_len, batch=64, bf16=False, device="cpu"):

@@ -244,10 +244,11 @@ def perturb(premise: str, hyp: str, rule: str, rng: random.Random, bank: list[st
     return added_detail(premise, hyp, rng, bank)
 
 
-def minimal_pair_negatives(rows: list[dict], n: int, rng: random.Random) -> tuple[list[dict], dict]:
-    """Up to ``n`` negatives, one changed detail each, from the entailed rows (each row used once).
-    The rules are tried in turn so that the rarer ones (role swaps) are not crowded out; a row's
-    negative carries ``pair_of`` = the row's index in ``rows``."""
+def minimal_pair_negatives(rows: list[dict], n: int, rng: random.Random, per_row: int = 2) -> tuple[list[dict], dict]:
+    """Up to ``n`` negatives, one changed detail each, from the entailed rows (at most ``per_row`` of
+    different rules from one row). The rules with the fewest negatives so far are tried first, so the
+    rarer ones (role swaps fit fewer claims) are not crowded out; a negative carries ``pair_of`` = the
+    index in ``rows`` of the supported pair it came from."""
     pos = [i for i, r in enumerate(rows) if r["y"] == 1 and 3 <= len(r["hypothesis"].split()) <= 60]
     rng.shuffle(pos)
     bank = sorted({nm for r in rows[:20000] for nm in names_in(r["hypothesis"])})
@@ -257,15 +258,19 @@ def minimal_pair_negatives(rows: list[dict], n: int, rng: random.Random) -> tupl
         if len(out) >= n:
             break
         r = rows[i]
-        todo = [rule for rule in RULES if by_rule[rule] < quota[rule]] or list(RULES)
+        todo = [rule for rule in RULES if by_rule[rule] < quota[rule]]
         rng.shuffle(todo)
+        todo.sort(key=lambda rule: by_rule[rule] / max(quota[rule], 1))
+        made = 0
         for rule in todo:
             hyp = perturb(r["premise"], r["hypothesis"], rule, rng, bank)
             if hyp and hyp.strip() != r["hypothesis"].strip():
                 by_rule[rule] += 1
                 out.append({"premise": r["premise"], "hypothesis": hyp, "label": "synthetic_negative",
                             "source": "synthetic/" + rule, "y": 0, "pair_of": i})
-                break
+                made += 1
+                if made >= per_row or len(out) >= n:
+                    break
     return out, dict(sorted(by_rule.items()))
 
 
