@@ -68,6 +68,8 @@ def parse_args(argv=None):
     ap.add_argument("--aggrefact", default=None, help="an LLM-AggreFact file (parquet, csv, tsv, jsonl) to score")
     ap.add_argument("--aggrefact-datasets", default="", help="only these of the file's datasets (comma-separated)")
     ap.add_argument("--threshold", type=float, default=None, help="decision threshold (default: the verifier's own)")
+    ap.add_argument("--partial", type=float, default=0.2,
+                    help="the attribution stage's partial threshold (Context attribution_partial) for the status bands")
     ap.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals")
     ap.add_argument("--json-out", default=None, help="write every figure to this JSON file")
     ap.add_argument("--fit-temperature", action="store_true",
@@ -250,6 +252,12 @@ def accuracy(args, data: Path):
                      f"{pps:.1f}" if pps == pps else "(as above)"))
         print("  row:", rows[-1], file=sys.stderr, flush=True)
         if name.startswith("held-out"):
+            bands = status_bands(items, s, args.partial, thr)
+            figures["status_bands"] = bands
+            extra.append((f"Held-out attribution by the stage's status bands (partial from {args.partial}, supported "
+                          f"from {thr}): the share of each band that is supported is the precision a reader gets",
+                          ["status", "score band", "pairs", "share of pairs", "truly supported (precision)"],
+                          [(b["status"], b["band"], b["n"], _pct(b["share"]), _pct(b["precision"])) for b in bands]))
             extra.append(("Held-out attribution by source", ["source", "n", "entailed", "balanced acc", "ROC-AUC"],
                           _by_group(items, s, thr)))
             by = collections.defaultdict(list)
@@ -310,6 +318,17 @@ def accuracy(args, data: Path):
         Path(args.json_out).write_text(json.dumps(figures, indent=1))
 
 
+def status_bands(items, scores, partial: float, thr: float) -> list[dict]:
+    """The attribution stage's statuses as score bands: unsupported below ``partial``, partial up to the
+    threshold, supported from it; per band the pairs and the share truly supported."""
+    out = []
+    for status, lo, hi in (("unsupported", 0.0, partial), ("partial", partial, thr), ("supported", thr, 1.01)):
+        ys = [q.label for q, v in zip(items, scores) if lo <= v < hi]
+        out.append({"status": status, "band": f"[{lo:g}, {min(hi, 1):g}{']' if hi > 1 else ')'}", "n": len(ys),
+                    "share": len(ys) / max(len(items), 1), "precision": sum(ys) / len(ys) if ys else float("nan")})
+    return out
+
+
 def _by_group(items, scores, thr):
     from citegraph.eval.verifier_sets import binary_report
 
@@ -362,7 +381,7 @@ def one_pair_loop(ver, pairs):
     with torch.inference_mode():
         for p, h in pairs:
             enc = tok(p, h, truncation=True, max_length=ver.max_length, return_tensors="pt").to(ver.device)
-            logits = model(**enc).logits.float()
+            logits = model(**enc).logits.float() / getattr(ver, "temperature", 1.0)  # as the verifier scores
             out.append(torch.softmax(logits, -1)[0, ver.entail_idx].item())
     return out, len(pairs) / (time.perf_counter() - t)
 
