@@ -127,14 +127,6 @@ def expertqa_pairs(data: Path):
     return out, skipped
 
 
-def metrics(y, p, thr=0.5):
-    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
-
-    bacc = balanced_accuracy_score(y, [int(v >= thr) for v in p])
-    auc = roc_auc_score(y, p) if len(set(y)) > 1 else float("nan")
-    return bacc, auc
-
-
 def load_verifier(args):
     from citegraph.tools.verifier import get_verifier
 
@@ -273,9 +265,6 @@ def accuracy(args, data: Path):
             extra.append(("Minimal pairs by category (share decided right; control = supported claims kept)",
                           ["category", "n", "right", "share right"],
                           [(g, v["n"], v["right"], _pct(v["share"])) for g, v in tab.items()]))
-            by_len = [(q, sc) for q, sc in zip(items, s) if q.group == "long_premise"]
-            if by_len:
-                print(f"  long premises: {len(by_len)} pairs", file=sys.stderr)
         if name.startswith("LLM-AggreFact"):
             lb = leaderboard_average(items, s, thr)
             figures["aggrefact"] = lb

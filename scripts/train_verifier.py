@@ -431,7 +431,7 @@ def main(argv=None) -> int:
 
     units = make_units(train_rows)
     t0 = time.perf_counter()
-    stopped_early, last_print = False, 0.0
+    stopped_early, last_print, last_step = False, 0.0, step
     seen = 0  # batches replayed: the batch order depends only on the seeds, so a resumed run skips them
     while step < total_steps:
         for b in length_grouped_batches(units, lengths, args.batch, rng):
@@ -454,9 +454,9 @@ def main(argv=None) -> int:
             run_loss = 0.98 * run_loss + 0.02 * loss.item() if run_loss else loss.item()
             if step % 50 == 0 or step == total_steps:
                 el = time.perf_counter() - t0
-                print(f"step {step}/{total_steps} loss {run_loss:.4f} {50 / max(el - last_print, 1e-9):.2f} "
+                print(f"step {step}/{total_steps} loss {run_loss:.4f} {(step - last_step) / max(el - last_print, 1e-9):.2f} "
                       f"steps/s elapsed {(done_seconds + el) / 60:.1f} min", flush=True)
-                last_print = el
+                last_print, last_step = el, step
             if args.checkpoint_every and step % args.checkpoint_every == 0 and not args.no_save:
                 save_checkpoint()
             if step >= total_steps:
