@@ -51,7 +51,7 @@ def parse_args(argv=None):
                     help="seed of the NLI sample and the batch order (default: --seed); give a new one when "
                          "continuing from --base so the next pass sees other NLI pairs in another order")
     ap.add_argument("--heldout-frac", type=float, default=0.10, help="share of each (source, label) stratum held out")
-    ap.add_argument("--nli", type=int, default=20000, help="number of NLI pairs sampled into training")
+    ap.add_argument("--nli", type=int, default=20000, help="number of NLI pairs sampled into training (-1 = all)")
     ap.add_argument("--attr", type=int, default=-1, help="number of attribution train pairs (-1 = all)")
     ap.add_argument("--hard-negatives", type=int, default=0,
                     help="add N synthetic negatives: entailed training pairs whose hypothesis gets one detail "
@@ -59,6 +59,10 @@ def parse_args(argv=None):
     ap.add_argument("--minimal-pairs", type=int, default=0,
                     help="add N minimal-pair negatives (scripts/verifier_data.py: negation, role swap, entity swap, "
                          "number/date, added detail), each in the same batch as the supported pair it came from")
+    ap.add_argument("--pair-margin", type=float, default=0.0,
+                    help="also a hinge loss on each minimal pair in a batch: the supported claim's logit margin "
+                         "must beat its one-change negative's by this much (0 = off)")
+    ap.add_argument("--pair-weight", type=float, default=0.5, help="weight of the --pair-margin loss")
     ap.add_argument("--fever", type=int, default=0, help="add N FEVER-NLI dev pairs (extra/fever_nli/dev.txt; -1 = all)")
     ap.add_argument("--factcg", type=int, default=0, help="add N FactCG synthetic pairs with a document (extra/factcg; -1 = all)")
     ap.add_argument("--long-premise", type=int, default=0,
@@ -76,7 +80,10 @@ def parse_args(argv=None):
     ap.add_argument("--device", default="cpu", help="cpu, cuda or auto (cuda when one is visible); evaluation "
                     "runs in fp32 on the same device")
     ap.add_argument("--max-steps", type=int, default=0, help="stop after N steps (0 = full schedule)")
-    ap.add_argument("--time-budget", type=float, default=0, help="stop training after N minutes (0 = none)")
+    ap.add_argument("--time-budget", type=float, default=0,
+                    help="train for at most N minutes (0 = none): after 30 s of steps the schedule is "
+                         "shortened to the steps the measured rate fits in the budget, so the learning rate "
+                         "still decays to zero; a run slower than measured stops at the budget")
     ap.add_argument("--train-embeddings", action="store_true", help="also fine-tune the word embeddings (frozen by default)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--eval-max", type=int, default=0, help="evaluate on at most N held-out pairs (0 = all)")
@@ -219,12 +226,19 @@ def hard_negatives(rows: list[dict], n: int, rng: random.Random) -> tuple[list[d
     return out, dict(sorted(by_rule.items()))
 
 
-def prepare(tok, rows: list[dict], max_len: int) -> list[tuple[str, str, int]]:
+def prepare(tok, rows: list[dict], max_len: int, chunk: int = 4096) -> list[tuple[str, str, int]]:
+    """(premise window, hypothesis, label) per row. The hypotheses and premises are tokenized in
+    batches (the fast tokenizer's batch call); only a premise longer than its room is cut, by
+    :func:`best_window`."""
     out = []
-    for r in rows:
-        hl = len(tok(r["hypothesis"], add_special_tokens=False)["input_ids"])
-        room = max(max_len - hl - 3, 32)
-        out.append((best_window(tok, r["premise"], r["hypothesis"], room), r["hypothesis"], r["y"]))
+    for s in range(0, len(rows), chunk):
+        part = rows[s: s + chunk]
+        hyp_len = [len(x) for x in tok([r["hypothesis"] for r in part], add_special_tokens=False)["input_ids"]]
+        prem_len = [len(x) for x in tok([r["premise"] for r in part], add_special_tokens=False)["input_ids"]]
+        for r, hl, pl in zip(part, hyp_len, prem_len):
+            room = max(max_len - hl - 3, 32)
+            window = r["premise"] if pl <= room else best_window(tok, r["premise"], r["hypothesis"], room)
+            out.append((window, r["hypothesis"], r["y"]))
     return out
 
 
@@ -306,7 +320,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import numpy as np
     import torch
-    from transformers import AutoTokenizer, BertForSequenceClassification, get_linear_schedule_with_warmup
+    from transformers import AutoTokenizer, BertForSequenceClassification
 
     torch.set_num_threads(args.threads)
     device = args.device
@@ -339,7 +353,7 @@ def main(argv=None) -> int:
         attr_train = attr_train[: args.attr]
     nli_rows = [{**r, "y": binary(r["label"], "neg")} for r in nli]
     rng.shuffle(nli_rows)
-    nli_train = nli_rows[: args.nli]
+    nli_train = nli_rows if args.nli < 0 else nli_rows[: args.nli]
     extra = data_dir / "extra"
     fever = verifier_data.read_fever_nli(extra / "fever_nli" / "dev.txt", args.fever, rng) if args.fever else []
     factcg = verifier_data.read_factcg(extra / "factcg", args.factcg, rng) if args.factcg else []
@@ -407,7 +421,16 @@ def main(argv=None) -> int:
     if args.max_steps:
         total_steps = min(total_steps, args.max_steps)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.01)
-    sched = get_linear_schedule_with_warmup(opt, int(args.warmup * total_steps), total_steps)
+    plan = {"total": total_steps}  # the schedule reads it, so a time budget can shorten it in flight
+    planned_steps = total_steps
+
+    def linear(step_now: int) -> float:
+        warm = max(1, int(args.warmup * plan["total"]))
+        if step_now < warm:
+            return step_now / warm
+        return max(0.0, (plan["total"] - step_now) / max(1, plan["total"] - warm))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, linear)
     print(f"training: {len(train)} pairs, batch {args.batch}, max_len {args.max_len}, {total_steps} steps, "
           f"lr {args.lr}, device {device}, bf16 autocast {bf16}, seed {args.seed}, shuffle seed {shuffle_seed}, base {base}")
 
@@ -419,6 +442,7 @@ def main(argv=None) -> int:
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         step, done_seconds, run_loss = state["step"], state["seconds"], state["loss"]
+        plan["total"] = total_steps = state.get("total_steps", total_steps)
         print(f"resumed from {ckpt} at step {step} ({done_seconds / 60:.1f} min trained)")
 
     def save_checkpoint() -> None:
@@ -426,11 +450,12 @@ def main(argv=None) -> int:
         ckpt.mkdir(parents=True, exist_ok=True)
         tmp = ckpt / "trainer_state.pt.tmp"
         torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                    "step": step, "seconds": done_seconds + time.perf_counter() - t0, "loss": run_loss}, tmp)
+                    "step": step, "total_steps": plan["total"], "seconds": done_seconds + time.perf_counter() - t0, "loss": run_loss}, tmp)
         os.replace(tmp, ckpt / "trainer_state.pt")
 
     units = make_units(train_rows)
     t0 = time.perf_counter()
+    start_step = step
     stopped_early, last_print, last_step = False, 0.0, step
     seen = 0  # batches replayed: the batch order depends only on the seeds, so a resumed run skips them
     while step < total_steps:
@@ -445,6 +470,16 @@ def main(argv=None) -> int:
             with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
                 logits = model(**enc).logits
             loss = loss_fn(logits.float(), y)
+            if args.pair_margin:
+                pos_at = {k: j for j, k in enumerate(b)}
+                pairs = [(pos_at[train_rows[k]["pair_of"]], j) for j, k in enumerate(b)
+                         if "pair_of" in train_rows[k] and train_rows[k]["pair_of"] in pos_at]
+                if pairs:
+                    margin = (logits[:, 1] - logits[:, 0]).float()
+                    pi = torch.tensor([a for a, _ in pairs], device=device)
+                    ni = torch.tensor([c for _, c in pairs], device=device)
+                    hinge = torch.relu(args.pair_margin - (margin[pi] - margin[ni])).mean()
+                    loss = loss + args.pair_weight * hinge
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -459,6 +494,18 @@ def main(argv=None) -> int:
                 last_print, last_step = el, step
             if args.checkpoint_every and step % args.checkpoint_every == 0 and not args.no_save:
                 save_checkpoint()
+            el = time.perf_counter() - t0
+            if args.time_budget and step >= start_step + 20 and el >= plan.get("next_fit", min(30.0, args.time_budget * 6)):
+                # every 30 s (first after 30 s or a tenth of the budget): the steps the rate of the last
+                # stretch fits in the time left; the schedule ends there (never past the planned steps)
+                since_step, since_t = plan.get("fit_from", (start_step, 0.0))
+                rate = (step - since_step) / max(el - since_t, 1e-9)
+                plan["next_fit"], plan["fit_from"] = el + 30.0, (step, el)
+                fit = min(planned_steps, int(step + rate * (args.time_budget * 60 - done_seconds - el) * 0.97))
+                if abs(fit - plan["total"]) > max(10, 0.02 * plan["total"]):
+                    plan["total"] = total_steps = max(step + 1, fit)
+                    print(f"time budget: {rate:.2f} steps/s fits {total_steps} steps; the schedule now ends there",
+                          flush=True)
             if step >= total_steps:
                 break
             if args.time_budget and done_seconds + time.perf_counter() - t0 > args.time_budget * 60:

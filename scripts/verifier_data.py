@@ -112,6 +112,28 @@ _NP_END = re.compile(r"\s(?:in|on|at|for|from|with|after|before|during|by|to|of|
                      r"who|which|that)\b|[,;.:!?]")
 
 
+_NP_START = {"the", "a", "an", "this", "that", "these", "those", "his", "her", "their", "its", "our", "my", "your",
+             "one", "two", "three", "some", "many", "most", "several", "both", "each", "every", "no"}
+_NOT_IN_NP = {"is", "are", "was", "were", "be", "been", "being", "has", "have", "had", "will", "would", "can", "could",
+              "may", "might", "must", "should", "shall", "do", "does", "did", "not", "to", "also", "then", "that", "which",
+              "who", "than", "as", "if", "when", "while", "because", "and", "or", "but", "there", "here"}
+
+
+def _noun_phrase(np: str, first: bool) -> bool:
+    """A plain noun phrase: a determiner, a possessive or a name first; no auxiliary, adverb, clause word or
+    punctuation inside (heuristics: no tagger ships here)."""
+    ws = np.split()
+    if not ws or any(ch in np for ch in ',;:()[]"“”‘’*'):
+        return False
+    lead = ws[0].lower()
+    is_name = all(w[:1].isupper() for w in ws if w.lower() not in ("of", "de", "van", "von"))
+    if not (lead in _NP_START or ws[0].endswith("'s") or is_name):
+        return False
+    if first and lead in _NP_START and len(ws) == 1:
+        return False
+    return not any(w.lower() in _NOT_IN_NP or (w.endswith("ly") and len(w) > 4) for w in ws[1:])
+
+
 def np_swap(hyp: str) -> str | None:
     """The subject and the object of the first transitive verb trade places ("The veterinarian examined
     the farmer's dog after ..." → "The farmer's dog examined the veterinarian after ...")."""
@@ -126,6 +148,8 @@ def np_swap(hyp: str) -> str | None:
     tail = rest[e.start():] if e else ""
     if not (1 <= len(subj.split()) <= 5 and 1 <= len(obj.split()) <= 6) or subj.lower() == obj.lower():
         return None
+    if not (_noun_phrase(subj, first=True) and _noun_phrase(obj, first=False)):
+        return None  # "Research has | found | a human influence": an auxiliary or adverb, not a subject
     if any(w.lower() in ("it", "he", "she", "they", "we", "i", "you", "this", "there") for w in subj.split()[:1]):
         return None  # a pronoun subject does not make a swapped object
     if any(c.isdigit() for c in subj + obj):

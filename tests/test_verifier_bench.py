@@ -221,6 +221,10 @@ def test_minimal_pair_negatives_change_one_thing_and_keep_their_pair():
     assert vd.np_swap("The veterinarian examined the farmer's dog after it was bitten.") == \
         "The farmer's dog examined the veterinarian after it was bitten."
     assert vd.np_swap("It reduced costs.") is None  # a pronoun is no swappable subject
+    # no word salad: an auxiliary or an adverb before the verb is no subject to move
+    assert vd.np_swap("Research has found a human influence on the climate.") is None
+    assert vd.np_swap("Additionally, air filled tires provide better grip.") is None
+    assert vd.np_swap("Rebecca Smith played Rosie in the series.") == "Rosie played Rebecca Smith in the series."
     assert vd.number("Born 1950.", "He was born in 1950.", random.Random(1)) != "He was born in 1950."
     assert vd.number("x", "COVID-19 spread.", random.Random(1)) is None  # a name's digits are not a number
 
@@ -266,7 +270,7 @@ def test_training_script_smoke_run_checkpoints_and_resumes(tmp_path):
     cmd = [sys.executable, str(REPO / "scripts" / "train_verifier.py"), "--data", str(data), "--out", str(out),
            "--base", str(REPO / "citegraph" / "assets" / "verifier"), "--nli", "20", "--fever", "-1", "--factcg", "-1",
            "--minimal-pairs", "20", "--long-premise", "5", "--max-len", "64", "--batch", "8", "--max-steps", "3",
-           "--checkpoint-every", "2", "--threads", "1"]
+           "--checkpoint-every", "2", "--threads", "1", "--pair-margin", "1.0"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert first.returncode == 0, first.stderr[-2000:]
@@ -283,6 +287,36 @@ def test_training_script_smoke_run_checkpoints_and_resumes(tmp_path):
     missing = subprocess.run(other + ["--resume"], capture_output=True, text=True, env=env, timeout=600)
     assert missing.returncode == 2 and "no checkpoint" in missing.stderr
 
+
+
+def test_sweep_export_and_import_rebuild_the_trained_model(tmp_path):
+    """A GPU run returns only the tensors a variant changed, in files under the device's 16 MiB limit (a
+    tensor bigger than that in row blocks); import puts them over the base and gets the variant back."""
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file, save_file
+
+    vs = _load_script("verifier_sweep")
+    base, run, back = tmp_path / "base", tmp_path / "run", tmp_path / "back"
+    for d in (base, run, back):
+        d.mkdir()
+    big = torch.zeros(vs.CHUNK_BYTES // 2 // 64 * 3 + 5, 64, dtype=torch.float16)  # 3 files' worth of rows
+    small = torch.arange(6, dtype=torch.float16)
+    same = torch.ones(4, dtype=torch.float16)
+    save_file({"emb": big, "head": small, "frozen": same}, str(base / "model.safetensors"))
+    trained = {"emb": big + torch.randn_like(big.float()).half(), "head": small * 2, "frozen": same}
+    save_file(trained, str(run / "model.safetensors"))
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "heldout_split.json"):
+        (base / name).write_text("{}")
+    written = vs.export([{"name": "v1", "dir": str(run)}], base, back, budget_mb=60)
+    assert all((back / f).stat().st_size < 16 * 2**20 for f in written) and len(written) >= 3
+    assert "frozen" not in {k for f in written for k in load_file(str(back / f))}  # unchanged: left home
+    (back / "summary.json").write_text(json.dumps({"results": [{"name": "v1", "training_info": {"steps": 1},
+                                                                "inference": {"max_length": 160}, "eval": {}}]}))
+    assert vs.main(["import", "--chunks", str(back), "--name", "v1", "--base", str(base), "--out", str(tmp_path / "m")]) == 0
+    got = load_file(str(tmp_path / "m" / "model.safetensors"))
+    assert all(torch.equal(got[k], trained[k]) for k in trained)
+    assert vs.export([{"name": "v2", "dir": str(run)}], base, tmp_path, budget_mb=1) == []  # over budget: left behind
+    assert vs.main(["import", "--chunks", str(back), "--name", "nope", "--base", str(base), "--out", str(tmp_path / "x")]) == 2
 
 
 # ------------------------------------------------------------------------------------------------
