@@ -14,39 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from citegraph.corpus.records import BadLine, SourceDoc
 from citegraph.errors import InputError
 
 TEXT_SUFFIXES = (".txt", ".md")
-
-
-@dataclass
-class SourceDoc:
-    id: str
-    title: str
-    text: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-    path: str = ""  # where it was read: the file, and the line (0 for a whole file or a document given in code)
-    line: int = 0
-    size: int = 0  # bytes of its source line or file (0 when given in code)
-
-    @property
-    def where(self) -> str:
-        return f"{self.path}:{self.line}" if self.line else (self.path or "a document given in code")
-
-
-@dataclass
-class BadLine:
-    path: str
-    line: int
-    reason: str
-    size: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.reason}"
 
 
 def _default_id(title: str, text: str) -> str:
