@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 import time
 
-from citegraph.cli.common import add_checkpoint_arg, add_model_args, context_from_args, open_checkpoint_arg, print_answer
+from citegraph.cli.common import (add_checkpoint_arg, add_model_args, context_from_args, docs_arg, open_checkpoint_arg,
+                                  print_answer)
 from citegraph.errors import InputError
 
 
@@ -89,7 +90,7 @@ def _answer_input(args, method) -> dict:
 
 def cmd_ask(args) -> int:
     from citegraph.graphs.registry import entry
-    from citegraph.run.datasets import Item, bundled_example, check_question, load_documents
+    from citegraph.run.datasets import Item, bundled_example, check_question
 
     method = entry(args.method)  # resolved once, passed along
     question = _text_arg(args.question, args.question_file, "question")
@@ -105,11 +106,13 @@ def cmd_ask(args) -> int:
         if args.docs and args.index:
             raise InputError("give --docs or --index, not both")
         question = check_question(question, where)
-        item = Item(id="ask", question=question, documents=load_documents(args.docs) if args.docs else [])
+        item = Item(id="ask", question=question, documents=[])
     item.inputs.update(inputs)
     if args.save and Path(args.save).exists():
         raise InputError(f"--save {args.save}: the file exists; give a new path (nothing is overwritten)")
     ctx = context_from_args(method, args, **_retrieval_overrides(args))
+    if not args.example and args.docs:
+        item.documents = docs_arg(args.docs, question, k=int(getattr(ctx, "top_k", 0) or 10))
     saver = open_checkpoint_arg(args)
     graph = method.build(checkpointer=saver)
     thread = None
@@ -185,7 +188,8 @@ def register(sub) -> None:
     p.add_argument("--question", "-q", default=None, help="the question ('-': read it from stdin)")
     p.add_argument("--question-file", metavar="FILE", default=None,
                    help="read the question from a UTF-8 file ('-': stdin), for a question longer than a command line")
-    p.add_argument("--docs", help="JSONL file, one {id?, title?, text} document per line")
+    p.add_argument("--docs", help="JSONL file, one {id?, title?, text} document per line; or a PDF, .txt/.md file or a "
+                   "folder of them, read as passages (a long one: the question's top passages by BM25)")
     p.add_argument("--example", action="store_true", help="use the bundled example question and documents")
     p.add_argument("--index", help="open-domain: retrieve the documents from this index (folder or chroma+http://...)")
     p.add_argument("--k", type=int, default=None, help="with --index: chunks retrieved (default: the top_k knob, 5)")

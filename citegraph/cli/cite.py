@@ -16,7 +16,7 @@ import json
 import sys
 import time
 
-from citegraph.cli.common import add_failure_args, context_from_args, print_answer
+from citegraph.cli.common import add_failure_args, context_from_args, docs_arg, print_answer
 from citegraph.errors import InputError
 
 
@@ -41,7 +41,7 @@ def _read_text(path: str) -> str:
 
 def cmd_cite(args) -> int:
     from citegraph.graphs.registry import entry
-    from citegraph.run.datasets import Item, load_documents
+    from citegraph.run.datasets import Item
     from citegraph.run.runner import answer_item
     from citegraph.tools.verifier import get_verifier
 
@@ -50,7 +50,7 @@ def cmd_cite(args) -> int:
     if args.k is not None and args.k < 1:
         raise InputError("--k must be at least 1")
     text = _read_text(args.text)
-    docs = load_documents(args.docs) if args.docs else []
+    docs = docs_arg(args.docs, args.question or "") if args.docs else []
     extra: dict = {}
     if args.index:
         from citegraph.corpus import open_corpus
@@ -84,7 +84,8 @@ def register(sub) -> None:
     p = sub.add_parser("cite", help="attribute a given text to documents or an index (verifier only; --rewrite uses the LLM)",
                        description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("--text", required=True, metavar="FILE", help="the text to attribute (UTF-8; '-' reads standard input)")
-    p.add_argument("--docs", help="JSONL file, one {id?, title?, text} document per line; [n] in the text cites line n")
+    p.add_argument("--docs", help="JSONL file, one {id?, title?, text} document per line ([n] in the text cites line n); "
+                   "or a PDF, .txt/.md file or a folder of them, read as passages (every passage is a candidate)")
     p.add_argument("--index", help="retrieve candidate evidence per sentence from this index (folder or chroma+http://...)")
     p.add_argument("--k", type=int, default=None, help="with --index: chunks retrieved per sentence (default 3)")
     p.add_argument("--question", "-q", default="", help="optional: the question the text answers")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, Sequence
 
 from citegraph.errors import InputError
@@ -198,7 +199,8 @@ def print_answer(ans, console=None, evidence: bool = True) -> None:
             for e in s.evidence:
                 text = e.text if len(e.text) <= 160 else e.text[:157] + "…"
                 score = f" ({e.score:.2f})" if e.score is not None else ""
-                console.print(f"      [dim]\\[{e.doc}] “{escape(text)}”{score}[/dim]")
+                page = f" p. {e.page}" if e.page is not None else ""
+                console.print(f"      [dim]\\[{e.doc}]{page} “{escape(text)}”{score}[/dim]")
     if not ans.sentences:
         console.print("[red](the model returned no answer)[/red]")
     if isinstance(att, dict):
@@ -213,7 +215,22 @@ def print_answer(ans, console=None, evidence: bool = True) -> None:
         for c in cited:
             d = ans.documents[c - 1]
             snippet = d.text[:110] + ("…" if len(d.text) > 110 else "")
-            console.print(f"  [{c}] {escape(d.title or d.id)} — {escape(snippet)}")
+            pages = sorted({p for p, _, _ in d.pages})
+            where = "" if not pages else (f", p. {pages[0]}" if len(pages) == 1 else f", pp. {pages[0]}-{pages[-1]}")
+            console.print(f"  [{c}] {escape(d.title or d.id)}{where} — {escape(snippet)}")
     for w in ans.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 
+
+def docs_arg(path: str, question: str = "", k: int = 0) -> list:
+    """``--docs``: JSON lines of documents, or a PDF/text file or folder read as passages (each note,
+    such as pages without text or the passages kept for the question, one line on stderr)."""
+    from citegraph.corpus.passages import is_document_file, read_passages
+    from citegraph.run.datasets import load_documents
+
+    if not is_document_file(path):
+        return load_documents(path)
+    got = read_passages(path, question, k=k)
+    for note in got.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return got.documents

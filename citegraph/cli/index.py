@@ -1,6 +1,6 @@
 """``citegraph index build|add|search``: the corpus index (``citegraph.corpus``).
 
-    citegraph index build  --corpus papers.jsonl --index idx/     # or a folder of .txt/.md/.jsonl
+    citegraph index build  --corpus papers.jsonl --index idx/     # or a PDF, or a folder of .pdf/.txt/.md/.jsonl
     citegraph index add    --corpus more.jsonl   --index idx/     # unchanged documents are skipped
     citegraph index search --index idx/ --query "..." [--mode bm25|dense|hybrid|rrf] [--k 10] [--alpha 0.5]
 
@@ -54,6 +54,8 @@ def _run_index(args, build: bool) -> int:
                               on_wait=on_wait)
         else:
             rep = add_to_index(args.corpus, args.index, on_progress=on_progress, on_wait=on_wait)
+    for note in rep.notes[:20]:
+        console.print(f"[yellow]warning:[/yellow] {escape(note)}", soft_wrap=True)
     for b in rep.bad_lines[:20]:
         console.print(f"[red]bad line[/red] {escape(str(b))}", soft_wrap=True)
     if len(rep.bad_lines) > 20:
@@ -86,13 +88,16 @@ def cmd_search(args) -> int:
         for h in hits:
             print(json.dumps({"rank": h.rank, "score": h.score, "dense_score": h.dense_score, "sparse_score": h.sparse_score,
                               "id": h.chunk.id, "doc_id": h.chunk.doc_id, "title": h.chunk.title, "order": h.chunk.order,
-                              "start": h.chunk.start, "end": h.chunk.end, "text": h.chunk.text}, ensure_ascii=False))
+                              "start": h.chunk.start, "end": h.chunk.end, "pages": sorted({p for p, _, _ in h.chunk.metadata.get("pages") or []}),
+                              "text": h.chunk.text}, ensure_ascii=False))
         return 0
     for h in hits:
         fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
         snippet = " ".join(h.chunk.text.split())[:160]
+        pages = sorted({p for p, _, _ in h.chunk.metadata.get("pages") or []})
+        where = "" if not pages else (f" p. {pages[0]}" if len(pages) == 1 else f" pp. {pages[0]}-{pages[-1]}")
         print(f"{h.rank:>3}. {h.score:.4f}  dense {fmt(h.dense_score)}  bm25 {fmt(h.sparse_score)}  "
-              f"{h.chunk.id} [{h.chunk.start}:{h.chunk.end}] {h.chunk.title}\n     {snippet}")
+              f"{h.chunk.id} [{h.chunk.start}:{h.chunk.end}]{where} {h.chunk.title}\n     {snippet}")
     if not hits:
         print("(no results)")
     return 0
@@ -106,7 +111,8 @@ def register(sub) -> None:
     for name, func, helptext in (("build", cmd_build, "index a corpus (a second build of the same corpus is a no-op)"),
                                  ("add", cmd_add, "add documents to an index (unchanged ones are skipped)")):
         b = isub.add_parser(name, help=helptext)
-        b.add_argument("--corpus", required=True, help="JSONL ({id?, title?, text, ...} per line) or a folder of .txt/.md/.jsonl")
+        b.add_argument("--corpus", required=True, help="JSONL ({id?, title?, text, ...} per line), a PDF, or a folder of .pdf/.txt/.md/.jsonl "
+                       "(a PDF's pages are kept: citations name them)")
         b.add_argument("--index", required=True, help="index folder, or chroma+http://HOST:PORT/COLLECTION")
         if name == "build":
             b.add_argument("--chunk-tokens", type=int, default=256,

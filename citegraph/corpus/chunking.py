@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from citegraph.corpus.pdf import pages_within
 from citegraph.tools.sentences import DEFAULT_SPLITTER, split_sentences
 
 
@@ -170,11 +171,21 @@ class Chunker:
 
     def chunk(self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None,
               reserve: int = 0) -> list[Chunk]:
+        """The chunks of a document. A page map in ``metadata["pages"]`` (``[[page, start, end], ...]``,
+        a PDF's) is cut to each chunk's own pages, so a chunk carries where it sits, not the whole map."""
         spans = self.spans(text, reserve)
         ids = [chunk_id(doc_id, i) for i in range(len(spans))]
+        pages = (metadata or {}).get("pages")
+
+        def meta(a: int, b: int) -> dict[str, Any]:
+            m = dict(metadata or {})
+            if pages:
+                m["pages"] = pages_within(pages, a, b)
+            return m
+
         return [
             Chunk(id=ids[i], doc_id=doc_id, title=title, text=text[a:b], order=i, start=a, end=b,
                   prev_id=ids[i - 1] if i else None, next_id=ids[i + 1] if i + 1 < len(ids) else None,
-                  metadata=dict(metadata or {}))
+                  metadata=meta(a, b))
             for i, (a, b) in enumerate(spans)
         ]

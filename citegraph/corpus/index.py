@@ -100,6 +100,7 @@ class IndexReport:
     bytes_done: float = 0.0  # source bytes of the documents finished (a document being written counts by its chunks)
     started: float = field(default_factory=time.perf_counter)  # when the run began (after the embedder loaded, for a build)
     bad_lines: list[BadLine] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what reading left out of a document (a PDF's pages without text)
 
     def summary(self) -> str:
         return (f"{self.docs_seen} docs read: {self.docs_added} added, {self.docs_updated} updated, "
@@ -742,6 +743,7 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
         if not d.path:
             d.path, d.line = "documents", n
         rep.docs_seen += 1
+        rep.notes.extend(d.notes)
         if d.id in seen:
             rep.bad_lines.append(BadLine(d.path, d.line, f"duplicate id {d.id!r} (first at {seen[d.id]}); "
                                                          "this one is not indexed", d.size))

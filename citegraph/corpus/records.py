@@ -1,5 +1,5 @@
 """What reading a corpus yields: a :class:`SourceDoc` per document, a :class:`BadLine` per line or file
-that is not one (with the reason), read by :mod:`citegraph.corpus.sources`."""
+that is not one (with the reason), read by :mod:`citegraph.corpus.sources` and :mod:`citegraph.corpus.pdf`."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ class SourceDoc:
     path: str = ""  # where it was read: the file, and the line (0 for a whole file or a document given in code)
     line: int = 0
     size: int = 0  # bytes of its source line or file (0 when given in code)
+    notes: list[str] = field(default_factory=list)  # what reading it left out (a PDF's pages without text)
 
     @property
     def where(self) -> str:

@@ -1,6 +1,7 @@
 """Reading a corpus as a stream: a JSONL file (``{"id"?, "title"?, "text", ...}`` per line, other fields
-kept as metadata) or a folder of ``.txt`` / ``.md`` (one document per file, id = the path relative to
-the folder, title = the file name without its suffix) and ``.jsonl`` files. Bad lines are yielded as
+kept as metadata), a PDF file, or a folder of ``.txt`` / ``.md`` (one document per file, id = the path
+relative to the folder, title = the file name without its suffix), ``.pdf`` (one document per file, with
+its page map: :mod:`citegraph.corpus.pdf`) and ``.jsonl`` files. Bad lines are yielded as
 :class:`BadLine` (file and line number) so the caller reports them and indexes the rest: a line that
 is not UTF-8, not JSON, nested too deeply, not an object, without a text, with a title or id that is
 not a string or a number, or holding a lone surrogate escape (``\\ud800``, which no UTF-8 store takes).
@@ -17,10 +18,12 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from citegraph.corpus.pdf import read_pdf
 from citegraph.corpus.records import BadLine, SourceDoc
 from citegraph.errors import InputError
 
 TEXT_SUFFIXES = (".txt", ".md")
+PDF_SUFFIXES = (".pdf",)
 
 
 def _default_id(title: str, text: str) -> str:
@@ -90,6 +93,9 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[SourceDoc | BadLine]:
 def iter_corpus(path: str | os.PathLike) -> Iterator[SourceDoc | BadLine]:
     """Documents of a JSONL file or a folder, in a stable order (files sorted by path)."""
     p = Path(path)
+    if p.is_file() and p.suffix.lower() in PDF_SUFFIXES:
+        yield read_pdf(p)
+        return
     if p.is_file():
         yield from iter_jsonl(p)
         return
@@ -99,6 +105,8 @@ def iter_corpus(path: str | os.PathLike) -> Iterator[SourceDoc | BadLine]:
         rel = f.relative_to(p).as_posix()
         if f.suffix == ".jsonl":
             yield from iter_jsonl(f)
+        elif f.suffix.lower() in PDF_SUFFIXES:
+            yield read_pdf(f, doc_id=rel)
         elif f.suffix in TEXT_SUFFIXES:
             try:
                 text = f.read_text(encoding="utf-8")
@@ -118,4 +126,4 @@ def corpus_bytes(path: str | os.PathLike) -> int:
         return p.stat().st_size
     if not p.is_dir():
         return 0
-    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file() and f.suffix in (".jsonl", *TEXT_SUFFIXES))
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file() and (f.suffix in (".jsonl", *TEXT_SUFFIXES) or f.suffix.lower() in PDF_SUFFIXES))

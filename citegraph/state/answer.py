@@ -8,6 +8,7 @@ such text back into the contract.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from typing import Any, Literal
@@ -53,14 +54,64 @@ class Document(BaseModel):
         """How the document is shown to a verifier (ALCE uses ``Title: t\\ntext``)."""
         return f"Title: {self.title}\n{self.text}" if self.title else self.text
 
+    @property
+    def offset(self) -> int:
+        """Where this text starts in its source document's text: a chunk's ``start``, else 0."""
+        start = self.metadata.get("start") if "chunk_id" in self.metadata else None
+        return int(start) if isinstance(start, int) and not isinstance(start, bool) else 0
+
+    @property
+    def pages(self) -> list[list[int]]:
+        """The page map of this text, ``[[page, start, end], ...]`` in the source document's offsets: a
+        PDF's (``metadata["pages"]``), or a PDF chunk's own pages (``metadata["source"]["pages"]``)."""
+        src = self.metadata.get("source")
+        pages = self.metadata.get("pages") or (src.get("pages") if isinstance(src, dict) else None)
+        try:
+            return [[int(p), int(a), int(b)] for p, a, b in pages] if pages else []
+        except (TypeError, ValueError):
+            return []  # metadata a caller filled otherwise: no page map
+
+    def locate(self, quote: str) -> tuple[int, int, int | None] | None:
+        """``(start, end, page)`` of ``quote`` in the source document: character offsets into its text
+        (a chunk's source document's, not the chunk's) and the 1-based page where it starts (None
+        without a page map); None when the quote is not in this text (whitespace may differ)."""
+        quote = quote.strip()
+        if not quote:
+            return None
+        i = self.text.find(quote)
+        j = i + len(quote)
+        if i < 0:
+            words = quote.split()
+            if len(words) > 400:
+                return None
+            m = re.search(r"\s+".join(re.escape(w) for w in words), self.text)
+            if m is None:
+                return None
+            i, j = m.start(), m.end()
+        start, end = self.offset + i, self.offset + j
+        return start, end, page_of(self.pages, start)
+
+
+def page_of(pages: list[list[int]], offset: int) -> int | None:
+    """The 1-based page whose span (``[[page, start, end], ...]``, sorted) holds ``offset``; an offset
+    between two pages belongs to the earlier one; None without pages."""
+    if not pages:
+        return None
+    k = bisect.bisect_right([p[1] for p in pages], offset) - 1
+    return int(pages[max(k, 0)][0])
+
 
 class Evidence(BaseModel):
-    """A piece of a cited document that supports a sentence."""
+    """A piece of a cited document that supports a sentence, and where it is in the original."""
 
     doc: int = Field(description="1-based index into the answer's documents.")
     text: str = Field(description="The supporting span or sentence, verbatim from the document.")
     sentence_id: str | None = Field(default=None, description="Global source-sentence id, e.g. 'S12'.")
     score: float | None = Field(default=None, description="The verifier's P(this text entails the sentence), when checked.")
+    start: int | None = Field(default=None, description="Character offset where the text starts in its source "
+                              "document's text (for a chunk of an index: in the whole document, not the chunk).")
+    end: int | None = Field(default=None, description="Character offset where the text ends (exclusive).")
+    page: int | None = Field(default=None, description="1-based page of the source document (a PDF) where the text starts.")
 
 
 SUPPORT_STATUSES = ("supported", "partial", "unsupported")
@@ -136,6 +187,11 @@ class AttributedAnswer(BaseModel):
                 s.citations = [c for c in s.citations if 1 <= c <= n]
                 self.warnings.append(f"dropped out-of-range citation(s) {bad} (documents: {n})")
             s.evidence = [e for e in s.evidence if 1 <= e.doc <= n]
+            for e in s.evidence:  # where each evidence sits in its original document, found once
+                if e.start is None:
+                    where = self.documents[e.doc - 1].locate(e.text)
+                    if where is not None:
+                        e.start, e.end, e.page = where
         return self
 
     # ----------------------------------------------------------------- views

@@ -1,0 +1,148 @@
+"""PDFs in: real PDF files (tests/pdfmaker.py) read with pypdf, cleaned, chunked with their pages, and
+citations that name the page and the character span of their evidence in the original document."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from pdfmaker import paper_pages, write_pdf  # noqa: E402
+
+from citegraph.cli import main  # noqa: E402
+from citegraph.corpus.pdf import from_langchain, page_at, pages_to_doc, read_pdf  # noqa: E402
+from citegraph.corpus.sources import BadLine, SourceDoc, iter_corpus  # noqa: E402
+from citegraph.state.answer import AttributedAnswer, CitedSentence, Document, Evidence  # noqa: E402
+
+FACTS = ["The Kestrel survey counted 412 nesting pairs in 2019.", "Nesting success was highest on the northern cliffs.",
+         "Rats were removed from the island in 2015.", "The colony grew by a third after the rats were removed.",
+         "Puffins returned to the eastern slope in 2021.", "Storm petrels were heard at night but never seen."]
+BIRDS = ["gulls", "terns", "shags", "fulmars", "razorbills", "guillemots", "eiders", "skuas"]
+
+
+def survey_pdf(path: Path, scanned_last: bool = False) -> Path:
+    """Six pages of a report: a running header, a page number, one fact in the middle of each page, a word
+    hyphenated across a line (page 2) and across a page break (pages 4-5), a reference list on page 6."""
+    body = []
+    for pg in range(6):
+        lines = [f"On day {pg * 7 + k} the team logged {BIRDS[(pg + k) % 8]} along transect {k + pg}." for k in range(5)]
+        lines.insert(2, FACTS[pg])
+        body.append(lines)
+    body[1] += ["The birds were ringed by volun-", "teers from the mainland."]
+    body[3] += ["Counts were checked against the na-"]
+    body[4].insert(0, "tional register each autumn.")
+    body[5] += ["References", "[1] B. Smith. Seabirds of the north. Oxford, 2010."]
+    pages = paper_pages(body, header="Island Ecology Reports 12")
+    return write_pdf(path, pages + ([None] if scanned_last else []), title="The Kestrel Island Survey")
+
+
+def test_pdf_text_is_clean_and_every_page_is_mapped(tmp_path):
+    doc = read_pdf(survey_pdf(tmp_path / "survey.pdf", scanned_last=True))
+    assert isinstance(doc, SourceDoc) and doc.title == "The Kestrel Island Survey" and doc.id == "survey.pdf"
+    text = doc.text
+    assert "Island Ecology Reports" not in text  # the running header
+    assert "\n\n1\n" not in text and not text.rstrip().endswith("6")  # no page number glued into a sentence
+    assert "ringed by volunteers from the mainland." in text  # hyphenation across a line
+    assert "against the national register each autumn." in text  # ... and across a page break
+    assert "Seabirds of the north" not in text and doc.metadata["references"]["page"] == 6  # kept apart
+    pages = doc.metadata["pages"]
+    assert [p for p, _, _ in pages] == [1, 2, 3, 4, 5, 6] and doc.metadata["page_count"] == 7
+    for (n, a, b), fact in zip(pages, FACTS):
+        assert fact in text[a:b], n  # each page's span holds that page's text
+        assert page_at(pages, text.index(fact)) == n
+    assert doc.notes == [f"{tmp_path / 'survey.pdf'}: no text layer on page(s) 7 (scanned?): skipped"]
+
+
+def test_a_pdf_without_text_or_not_a_pdf_is_a_bad_line_with_the_reason(tmp_path):
+    scan = read_pdf(write_pdf(tmp_path / "scan.pdf", [None, None]))
+    assert isinstance(scan, BadLine) and "no text layer on any of its 2 page(s)" in scan.reason
+    junk = tmp_path / "junk.pdf"
+    junk.write_bytes(b"this is not a PDF at all")
+    bad = read_pdf(junk)
+    assert isinstance(bad, BadLine) and bad.reason.startswith("not a readable PDF")
+    found = list(iter_corpus(tmp_path))  # a folder: each PDF read, each bad one reported
+    assert sorted(type(x).__name__ for x in found) == ["BadLine", "BadLine"]
+
+
+def test_ligatures_and_langchain_page_documents():
+    assert pages_to_doc("x", "t", [(1, "The ﬁrst ﬂoor had eﬀective ﬃxtures.")]).text == \
+        "The first floor had effective ffixtures."
+    from langchain_core.documents import Document as LCDocument
+
+    pages = [LCDocument(page_content=f"Header line\n{FACTS[k]}\n{BIRDS[k]} were counted too.\n{k}",
+                        metadata={"source": "r.pdf", "page": k - 1}) for k in (2, 1, 3)]
+    pages.append(LCDocument(page_content="A note with no page.", metadata={"source": "note.txt"}))
+    docs = from_langchain(pages)
+    grouped = next(d for d in docs if d.id == "r.pdf")
+    assert [p for p, _, _ in grouped.metadata["pages"]] == [1, 2, 3]  # in page order
+    assert "Header line" not in grouped.text and grouped.text.startswith(FACTS[1] + " terns were counted too.")
+    assert any(d.text == "A note with no page." for d in docs)
+
+
+def test_evidence_carries_the_page_and_span_in_the_original_document():
+    text = "Alpha beta gamma. The colony grew by a third. Delta epsilon."
+    whole = Document(id="r", title="R", text=text, metadata={"pages": [[1, 0, 17], [2, 18, len(text)]]})
+    chunk = Document(id="r#1", title="R", text="The colony grew by a third.",
+                     metadata={"chunk_id": "r#1", "start": 18, "end": 45, "source": {"pages": [[2, 18, 45]]}})
+    inline = Document(id="n", text="Plain text with no pages. The colony grew by a third.")
+    ans = AttributedAnswer(documents=[whole, chunk, inline], sentences=[CitedSentence(
+        text="It grew.", citations=[1, 2, 3],
+        evidence=[Evidence(doc=k, text="The colony grew by  a third.") for k in (1, 2, 3)]
+        + [Evidence(doc=1, text="Not in the document.")])])
+    ev = ans.sentences[0].evidence
+    assert [(e.start, e.end, e.page) for e in ev[:2]] == [(18, 45, 2), (18, 45, 2)]  # whitespace may differ
+    assert (ev[2].start, ev[2].page) == (26, None)  # inline text: offsets, no page
+    assert (ev[3].start, ev[3].page) == (None, None)  # not found: no location invented
+    assert text[ev[0].start:ev[0].end] == "The colony grew by a third."
+    again = AttributedAnswer.model_validate_json(ans.model_dump_json())
+    assert again.sentences[0].evidence[1].page == 2
+
+
+def test_cite_over_a_pdf_names_the_page(tmp_path, capsys):
+    pdf = survey_pdf(tmp_path / "survey.pdf")
+    answer = tmp_path / "answer.txt"
+    answer.write_text("Rats were removed from the island in 2015. The colony doubled after that.\n")
+    assert main(["cite", "--text", str(answer), "--docs", str(pdf), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    first = out["sentences"][0]
+    assert first["support"] == "supported"
+    ev = first["evidence"][0]
+    assert ev["page"] == 3 and ev["text"] == FACTS[2]
+    doc = read_pdf(pdf)
+    assert doc.text[ev["start"]:ev["end"]] == FACTS[2]  # the span is in the PDF's text, not the passage's
+    assert main(["cite", "--text", str(answer), "--docs", str(pdf)]) == 0
+    printed = capsys.readouterr().out
+    assert f"p. 3 “{FACTS[2]}”" in printed and "The Kestrel Island Survey, pp." in printed
+
+
+def test_index_a_folder_of_pdfs_with_pages_and_warnings(tmp_path, capsys):
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    survey_pdf(folder / "survey.pdf", scanned_last=True)
+    write_pdf(folder / "scan.pdf", [None])
+    idx = tmp_path / "idx"
+    code = main(["index", "build", "--corpus", str(folder), "--index", str(idx), "--chunk-tokens", "64"])
+    err = capsys.readouterr().err
+    assert code == 2  # the scanned-only PDF is a bad line; the rest is indexed
+    assert "no text layer on page(s) 7" in err and "scan.pdf" in err and "no text layer on any" in err
+    assert main(["index", "search", "--index", str(idx), "--query", "when were rats removed", "--json",
+                 "--mode", "bm25", "--k", "1"]) == 0
+    hit = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert hit["doc_id"] == "survey.pdf" and 3 in hit["pages"] and FACTS[2] in hit["text"]
+    assert hit["pages"] == sorted(hit["pages"]) and len(hit["pages"]) <= 2  # the chunk's own pages only
+
+
+def test_a_long_pdf_given_with_docs_is_cut_to_the_questions_top_passages(tmp_path):
+    from citegraph.corpus.passages import read_passages
+
+    pdf = survey_pdf(tmp_path / "survey.pdf")
+    got = read_passages(pdf, "In which year were rats removed from the island?", k=1, chunk_tokens=64)
+    assert len(got.documents) == 1 and FACTS[2] in got.documents[0].text
+    assert got.notes and "top 1 by BM25" in got.notes[0]
+    every = read_passages(pdf, "", k=1, chunk_tokens=64)  # no question: nothing to rank by, all kept
+    assert len(every.documents) > 3 and not every.notes
+    with pytest.raises(Exception, match="no readable document"):
+        read_passages(write_pdf(tmp_path / "scan.pdf", [None]))
