@@ -146,3 +146,22 @@ def test_a_long_pdf_given_with_docs_is_cut_to_the_questions_top_passages(tmp_pat
     assert len(every.documents) > 3 and not every.notes
     with pytest.raises(Exception, match="no readable document"):
         read_passages(write_pdf(tmp_path / "scan.pdf", [None]))
+
+
+def test_the_evidence_view_names_the_page(tmp_path):
+    from citegraph.run.datasets import Item
+    from citegraph.run.runner import make_record
+    from citegraph.view.page import build_page, render_page
+
+    text = "Rats were removed in 2015. The colony grew by a third."
+    doc = Document(id="survey.pdf#0", title="Survey", text=text,
+                   metadata={"chunk_id": "survey.pdf#0", "start": 900, "source": {"pages": [[4, 900, 926], [5, 927, 954]]}})
+    ans = AttributedAnswer(question="Q?", documents=[doc], sentences=[CitedSentence(
+        text="The colony grew by a third.", citations=[1], evidence=[Evidence(doc=1, text="The colony grew by a third.")])])
+    assert ans.sentences[0].evidence[0].page == 5
+    raw = {"question": "Q?", "docs": [doc.model_dump(mode="json")]}
+    rec = make_record(Item(id="q1", question="Q?", documents=[doc], raw=raw), ans, {})
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"args": {"method": "rag"}, "data": [rec]}))
+    html = render_page(build_page([path], verifier=None))
+    assert "[1] p. 5" in html and 'title="[1] Survey, p. 5"' in html

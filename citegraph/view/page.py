@@ -73,6 +73,7 @@ class CiteView:
     # (the citations together do not entail it), "irrelevant" (the others entail it without this one)
     verdict: str | None = None
     others: list[int] = field(default_factory=list)  # the sentence's other citations
+    page: int | None = None  # the page of the source document (a PDF) where its evidence starts
 
     @property
     def hl_attr(self) -> str:
@@ -364,8 +365,9 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
         sentences = [SentenceView(n=i + 1, text=s.text, support=s.support, support_score=s.support_score)
                      for i, s in enumerate(ans.sentences)]
         for (si, c, hl, unlocated, need), (support_at, cand_at) in zip(plans, slots):
+            page = next((e.page for e in ans.sentences[si].evidence if e.doc == c and e.page is not None), None)
             cv = CiteView(doc=c, title=docs[c - 1].title or docs[c - 1].id, source="evidence" if hl else "none",
-                          highlights=[Highlight(i) for i in hl], unlocated=unlocated)
+                          highlights=[Highlight(i) for i in hl], unlocated=unlocated, page=page)
             if support_at is not None:
                 cv.support = float(scores[support_at])
                 cv.others = [x for x in ans.sentences[si].citations if x != c]
