@@ -3,7 +3,7 @@
 * As a script, a child process that builds or adds to an index and SIGKILLs itself at a seeded
   point of its writes::
 
-      python tests/index_kill.py KILL_AT build|add CORPUS INDEX [--chunk-tokens N] [--write-batch N]
+      python tests/index_kill.py KILL_AT build|add|remove CORPUS|IDS INDEX [--chunk-tokens N] [--write-batch N]
                                  [--batch-docs N] [--embedder SPEC] [--count-file F] [--trace F]
 
   It counts the Chroma write calls the index code makes (``add``, ``upsert``, ``delete``,
@@ -164,8 +164,8 @@ def audit(index: str | Path, docs: list[dict], markers: dict[str, str] | None = 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("kill_at", type=int)
-    ap.add_argument("what", choices=["build", "add"])
-    ap.add_argument("corpus")
+    ap.add_argument("what", choices=["build", "add", "remove"])
+    ap.add_argument("corpus", help="the corpus; for remove: the document ids, comma-separated")
     ap.add_argument("index")
     ap.add_argument("--chunk-tokens", type=int, default=256)
     ap.add_argument("--write-batch", type=int, default=256)
@@ -178,6 +178,12 @@ def main(argv: list[str] | None = None) -> None:
     from citegraph.corpus import add_to_index, build_index
 
     install_kill_hook(a.kill_at, a.count_file, a.trace)
+    if a.what == "remove":
+        from citegraph.corpus import remove_from_index
+
+        rr = remove_from_index(a.index, ids=a.corpus.split(","), write_batch=a.write_batch)
+        print(json.dumps({"removed": rr.docs_removed, "chunks": rr.total_chunks}))
+        return
     if a.what == "build":
         rep = build_index(a.corpus, a.index, chunk_tokens=a.chunk_tokens, embedder=a.embedder, write_batch=a.write_batch,
                           batch_docs=a.batch_docs)

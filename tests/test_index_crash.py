@@ -254,3 +254,67 @@ def test_progress_moves_inside_one_large_document(tmp_path, tiny):
     seen.clear()
     assert add_to_index(corpus, tmp_path / "idx", on_progress=lambda r: seen.append((r.bytes_done, 0))).docs_unchanged == 1
     assert seen[-1][0] == pytest.approx(size)
+
+
+# ------------------------------------------------------------------------------ list and remove
+def test_list_and_remove_by_id_and_by_source(tmp_path, tiny, capsys):
+    from citegraph.cli import main
+    from citegraph.corpus import list_documents, remove_from_index
+    from citegraph.errors import InputError
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"note{i}.txt").write_text(doc(i, "old")["text"])
+    write_jsonl(folder / "more.jsonl", [doc(7, "old"), doc(8, "old")])
+    idx = tmp_path / "idx"
+    build_index(folder, idx, chunk_tokens=32, embedder=tiny)
+    held = {d.id: d for d in list_documents(idx)}
+    assert set(held) == {"note0.txt", "note1.txt", "note2.txt", "d7", "d8"}
+    assert held["note1.txt"].source == "note1.txt" and held["note1.txt"].complete and held["note1.txt"].added
+    total = len(Corpus.open(idx))
+    with pytest.raises(InputError, match="no document with id 'nope'"):
+        remove_from_index(idx, ids=["d7", "nope"])
+    assert len(Corpus.open(idx)) == total  # a bad name changes nothing, the good one included
+    rep = remove_from_index(idx, ids=["d7"], sources=[str(folder / "note1.txt")])
+    assert rep.docs_removed == ["d7", "note1.txt"]
+    assert rep.chunks_deleted == held["d7"].chunks + held["note1.txt"].chunks
+    c = Corpus.open(idx)
+    assert len(c) == total - rep.chunks_deleted == rep.total_chunks
+    assert not c.search(mark(7, "old"), k=5, mode="bm25") and c.search(mark(8, "old"), k=5, mode="bm25")
+    assert main(["index", "list", "--index", str(idx), "--json"]) == 0
+    listed = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [d["id"] for d in listed] == ["d8", "note0.txt", "note2.txt"]
+    assert main(["index", "remove", "--index", str(idx), "--source", "gone.pdf"]) == 2
+    assert "holds no document read from 'gone.pdf'" in capsys.readouterr().err
+
+
+def test_killed_remove_leaves_no_removed_document_searchable_and_the_rerun_finishes(tmp_path, tiny):
+    docs = [doc(i, "old") for i in range(12)]
+    corpus = write_jsonl(tmp_path / "c.jsonl", docs)
+    base = tmp_path / "base"
+    build_index(corpus, base, chunk_tokens=32, embedder=tiny)
+    gone = [f"d{i}" for i in range(0, 12, 2)]
+    words_gone = [mark(i, "old") for i in range(0, 12, 2)]
+    words_kept = [mark(i, "old") for i in range(1, 12, 2)]
+    from citegraph.corpus import list_documents, remove_from_index
+
+    scratch = tmp_path / "scratch"
+    shutil.copytree(base, scratch)
+    with counting_writes() as calls:
+        remove_from_index(scratch, ids=gone, write_batch=4)
+    for kill_at in range(1, len(calls)):  # after every write call but the last
+        idx = tmp_path / f"idx{kill_at}"
+        shutil.copytree(base, idx)
+        r = child(kill_at, "remove", ",".join(gone), idx, tiny, "--write-batch", "4")
+        assert r.returncode == -9, (kill_at, r.stderr[-2000:])
+        c = Corpus.open(idx)
+        whole = {d.id for d in list_documents(idx) if d.complete}
+        found = {h.chunk.doc_id for w in words_gone for h in c.search(w, k=3, mode="bm25") if w in h.chunk.text}
+        assert found <= whole, kill_at  # a document the kill left half-removed is never searched
+        assert all(any(w in h.chunk.text for h in c.search(w, k=3, mode="bm25")) for w in words_kept), kill_at
+        half = [d.id for d in list_documents(idx) if d.id in gone]
+        if half:  # what the kill left is named as incomplete, and the same removal finishes it
+            remove_from_index(idx, ids=half)
+        assert not [d for d in list_documents(idx) if d.id in gone]
+        assert sparse_mismatches(Corpus.open(idx)) == 0

@@ -1,7 +1,9 @@
-"""``citegraph index build|add|search``: the corpus index (``citegraph.corpus``).
+"""``citegraph index build|add|list|remove|search``: the corpus index (``citegraph.corpus``).
 
     citegraph index build  --corpus papers.jsonl --index idx/     # or a PDF, or a folder of .pdf/.txt/.md/.jsonl
     citegraph index add    --corpus more.jsonl   --index idx/     # unchanged documents are skipped
+    citegraph index list   --index idx/                          # documents, chunks, pages, source, when added
+    citegraph index remove --index idx/ --id DOC | --source papers/old.pdf
     citegraph index search --index idx/ --query "..." [--mode bm25|dense|hybrid|rrf] [--k 10] [--alpha 0.5]
 
 ``--index`` may also be ``chroma+http://HOST:PORT/COLLECTION`` (a Chroma server). Bad corpus lines are
@@ -103,6 +105,37 @@ def cmd_search(args) -> int:
     return 0
 
 
+def cmd_list(args) -> int:
+    from citegraph.corpus import list_documents
+
+    docs = list_documents(args.index)
+    if args.json:
+        for d in docs:
+            print(json.dumps({"id": d.id, "title": d.title, "chunks": d.chunks, "complete": d.complete,
+                              "source": d.source, "pages": d.pages, "added": d.added}, ensure_ascii=False))
+        return 0
+    for d in docs:
+        pages = f"{d.pages} pages" if d.pages else "-"
+        state = "" if d.complete else "  (incomplete: left by an interrupted write, not searched)"
+        print(f"{d.id}\t{d.chunks} chunks\t{pages}\t{d.source or '-'}\t{d.added or '-'}\t{d.title}{state}")
+    print(f"{args.index}: {len(docs)} document(s), {sum(d.chunks for d in docs)} chunks", file=sys.stderr)
+    return 0
+
+
+def cmd_remove(args) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+
+    from citegraph.corpus import remove_from_index
+
+    console = Console(stderr=True)
+    rep = remove_from_index(args.index, ids=args.id or (), sources=args.source or (),
+                            on_wait=lambda msg: console.print(escape(msg), soft_wrap=True))
+    print(f"{args.index}: removed {len(rep.docs_removed)} document(s) ({', '.join(rep.docs_removed)}), "
+          f"{rep.chunks_deleted} chunks; index holds {rep.total_chunks} chunks")
+    return 0
+
+
 def register(sub) -> None:
     from citegraph.state.base import RETRIEVAL_MODES
 
@@ -121,6 +154,15 @@ def register(sub) -> None:
             b.add_argument("--embedder", default="minilm", help="embedding spec: minilm (packaged) or st:<path>; -int8 appended (minilm-int8): int8 linear layers, faster on a CPU")
             b.add_argument("--no-title", action="store_true", help="do not prepend the title to each chunk when embedding and BM25-indexing")
         b.set_defaults(func=func)
+    ls = isub.add_parser("list", help="the documents an index holds: id, chunks, pages, source file, when added, title")
+    ls.add_argument("--index", required=True)
+    ls.add_argument("--json", action="store_true", help="one JSON object per document")
+    ls.set_defaults(func=cmd_list)
+    rm = isub.add_parser("remove", help="remove documents by id or by the file they were read from (crash-safe)")
+    rm.add_argument("--index", required=True)
+    rm.add_argument("--id", action="append", help="a document id (repeat for more)")
+    rm.add_argument("--source", action="append", help="a file the documents were read from (repeat for more)")
+    rm.set_defaults(func=cmd_remove)
     s = isub.add_parser("search", help="search an index")
     s.add_argument("--index", required=True)
     s.add_argument("--query", "-q", required=True)

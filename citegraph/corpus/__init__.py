@@ -11,7 +11,8 @@ it plugs into LangChain both ways.
 """
 
 from citegraph.corpus.chunking import Chunk, Chunker, Hit
-from citegraph.corpus.index import MODES, Corpus, IndexReport, add_to_index, build_index
+from citegraph.corpus.index import (MODES, Corpus, IndexedDoc, IndexReport, RemoveReport, add_to_index, build_index,
+                                   list_documents, remove_from_index)
 from citegraph.corpus.registry import (
     forget_opened,
     open_corpus,
@@ -27,4 +28,5 @@ __all__ = [
     "Corpus", "Chunk", "Chunker", "Hit", "IndexReport", "MODES", "build_index", "add_to_index",
     "CorpusRetriever", "RetrieverCorpus", "register_corpus", "unregister_corpus", "register_retriever",
     "unregister_retriever", "open_corpus", "forget_opened", "BadLine", "SourceDoc", "iter_corpus",
+    "IndexedDoc", "RemoveReport", "list_documents", "remove_from_index",
 ]

@@ -156,9 +156,10 @@ def _parse(spec: str | os.PathLike, local_dir: str | os.PathLike | None):
         COLLECTION, Path(local_dir) if local_dir else folder, str(folder)
 
 
-def _meta_for_chroma(c: Chunk, h: str, n: int) -> dict[str, Any]:
+def _meta_for_chroma(c: Chunk, h: str, n: int, added: str = "") -> dict[str, Any]:
     return {"doc_id": c.doc_id, "title": c.title, "order": c.order, "start": c.start, "end": c.end,
             "prev_id": c.prev_id or "", "next_id": c.next_id or "", "doc_hash": h, "doc_chunks": n,
+            "added": added or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "meta_json": json.dumps(c.metadata, ensure_ascii=False, default=str)}
 
 
@@ -840,10 +841,26 @@ def add_to_index(corpus: str | os.PathLike | Iterable[Any], index: str | os.Path
                   batch_docs=batch_docs, write_batch=write_batch, lock_timeout=lock_timeout, on_wait=on_wait)
 
 
-def _index(corpus, index, settings, *, create: bool, local_dir, on_progress, batch_docs, write_batch,
-           lock_timeout, on_wait) -> IndexReport:
+def _acquire(local: Path, display: str, lock_timeout: float | None, on_wait: Callable[[str], None] | None):
+    """The writers' lock of ``local``, taken (``on_wait`` told once when another writer holds it; an
+    InputError after ``lock_timeout`` seconds when one is set)."""
     from filelock import Timeout
 
+    lock = _lock_for(local)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if on_wait:
+            on_wait(f"another process is writing to {display}; waiting for it to finish")
+        try:
+            lock.acquire(timeout=-1 if lock_timeout is None else lock_timeout)
+        except Timeout:
+            raise InputError(f"another process is still writing to {display} after {lock_timeout:g} s; try again later") from None
+    return lock
+
+
+def _index(corpus, index, settings, *, create: bool, local_dir, on_progress, batch_docs, write_batch,
+           lock_timeout, on_wait) -> IndexReport:
     t0 = time.perf_counter()
     client_fn, name, local, display = _parse(index, local_dir)
     if not create and not is_http_spec(str(index)) and not (Path(index) / "chroma").is_dir():
@@ -859,16 +876,7 @@ def _index(corpus, index, settings, *, create: bool, local_dir, on_progress, bat
         local.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"cannot write the index folder {local}: {e.strerror}") from e
-    lock = _lock_for(local)
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        if on_wait:
-            on_wait(f"another process is writing to {display}; waiting for it to finish")
-        try:
-            lock.acquire(timeout=-1 if lock_timeout is None else lock_timeout)
-        except Timeout:
-            raise InputError(f"another process is still writing to {display} after {lock_timeout:g} s; try again later") from None
+    lock = _acquire(local, display, lock_timeout, on_wait)
     try:
         col = _get_collection(client_fn(), name, create=create, display=display, settings=settings)
         have = _settings_of(col, display)
@@ -892,4 +900,106 @@ def _index(corpus, index, settings, *, create: bool, local_dir, on_progress, bat
     finally:
         lock.release()
     rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+# ------------------------------------------------------------------------------ what an index holds
+@dataclass
+class IndexedDoc:
+    """One document of an index, as ``index list`` shows it."""
+
+    id: str
+    title: str
+    chunks: int
+    complete: bool  # chunk 0 and all its chunks are there (else a killed write left it: not searched)
+    source: str = ""  # the file it was read from (its ``path`` field), when known
+    pages: int | None = None  # a PDF's page count
+    added: str = ""  # UTC time its chunks were written (empty for an index written before this was kept)
+
+
+def list_documents(index: str | os.PathLike, *, local_dir: str | os.PathLike | None = None,
+                   page: int = 5000) -> list[IndexedDoc]:
+    """Every document of an index, sorted by id (reads chunk metadata only, no text)."""
+    client_fn, name, _local, display = _parse(index, local_dir)
+    if not is_http_spec(str(index)) and not (Path(index) / "chroma").is_dir():
+        raise InputError(f"no index at {index} (build one first with: citegraph index build)")
+    col = _get_collection(client_fn(), name, create=False, display=display)
+    docs: dict[str, IndexedDoc] = {}
+    want: dict[str, int] = {}
+    for off in range(0, col.count(), page):
+        res = col.get(include=["metadatas"], limit=page, offset=off)
+        for m in res["metadatas"]:
+            d = docs.get(m["doc_id"])
+            if d is None:
+                d = docs[m["doc_id"]] = IndexedDoc(id=m["doc_id"], title=str(m.get("title") or ""), chunks=0, complete=False)
+            d.chunks += 1
+            if int(m["order"]) == 0:
+                want[d.id] = int(m["doc_chunks"]) if m.get("doc_chunks") is not None else -1
+                d.added = str(m.get("added") or "")
+                try:
+                    meta = json.loads(m.get("meta_json") or "{}")
+                except ValueError:
+                    meta = {}
+                src = meta.get("path") or meta.get("source") or ""
+                d.source = src if isinstance(src, str) else ""
+                d.pages = int(meta["page_count"]) if isinstance(meta.get("page_count"), int) else None
+    for d in docs.values():
+        d.complete = d.id in want and (want[d.id] < 0 or want[d.id] == d.chunks)
+    return [docs[k] for k in sorted(docs)]
+
+
+@dataclass
+class RemoveReport:
+    docs_removed: list[str] = field(default_factory=list)
+    chunks_deleted: int = 0
+    total_chunks: int = 0
+
+
+def remove_from_index(index: str | os.PathLike, *, ids: Sequence[str] = (), sources: Sequence[str] = (),
+                      local_dir: str | os.PathLike | None = None, lock_timeout: float | None = None,
+                      on_wait: Callable[[str], None] | None = None, write_batch: int = WRITE_BATCH) -> RemoveReport:
+    """Remove documents, named by id or by the file they were read from (``sources``: the path as given
+    to ``index build`` or relative to its folder), under the writers' lock. Crash-safe as a write is:
+    every document's chunk 0 (its completion marker) goes first, so a kill part-way leaves no removed
+    document searchable, and running the same removal again finishes it. An id or source the index
+    does not hold is an InputError, before anything changes."""
+    client_fn, name, local, display = _parse(index, local_dir)
+    if not is_http_spec(str(index)) and not (Path(index) / "chroma").is_dir():
+        raise InputError(f"no index at {index} (build one first with: citegraph index build)")
+    if not ids and not sources:
+        raise InputError("name the documents to remove (--id ID or --source PATH)")
+    lock = _acquire(local, display, lock_timeout, on_wait)
+    try:
+        col = _get_collection(client_fn(), name, create=False, display=display)
+        settings = _settings_of(col, display)
+        if (local / PENDING).exists():  # a killed writer's batch first, as every writer does
+            _finish_pending(col, settings, local)
+        held = {d.id: d for d in list_documents(index, local_dir=local_dir)}
+        targets: list[str] = []
+        for i in ids:
+            if i not in held:
+                raise InputError(f"{display} holds no document with id {i!r} (citegraph index list shows its ids)")
+            targets.append(i)
+        for src in sources:
+            want = Path(src).as_posix()
+            found = [d.id for d in held.values() if d.source and (want == d.source or want.endswith("/" + d.source))]
+            if not found:
+                raise InputError(f"{display} holds no document read from {src!r} (citegraph index list shows their sources)")
+            targets.extend(found)
+        targets = list(dict.fromkeys(targets))
+        rep = RemoveReport(docs_removed=targets)
+        _set_stamp(col, _WRITING + uuid.uuid4().hex)
+        firsts = [f"{i}#0" for i in targets]
+        for off in range(0, len(firsts), write_batch):  # completion markers first: hidden from search at once
+            col.delete(ids=firsts[off: off + write_batch])
+        rest = [cid for cid in col.get(where={"doc_id": {"$in": targets}}, include=[])["ids"]] if targets else []
+        for off in range(0, len(rest), write_batch):
+            col.delete(ids=rest[off: off + write_batch])
+        rep.chunks_deleted = sum(held[i].chunks for i in targets)
+        _set_stamp(col, uuid.uuid4().hex)
+        c = Corpus(col, local, settings, display)
+        c._ensure_sparse()
+        rep.total_chunks = len(c)
+    finally:
+        lock.release()
     return rep
