@@ -62,7 +62,7 @@ def test_a_pdf_without_text_or_not_a_pdf_is_a_bad_line_with_the_reason(tmp_path)
     junk = tmp_path / "junk.pdf"
     junk.write_bytes(b"this is not a PDF at all")
     bad = read_pdf(junk)
-    assert isinstance(bad, BadLine) and bad.reason.startswith("not a readable PDF")
+    assert isinstance(bad, BadLine) and bad.reason == "not a PDF (no %PDF header)"
     found = list(iter_corpus(tmp_path))  # a folder: each PDF read, each bad one reported
     assert sorted(type(x).__name__ for x in found) == ["BadLine", "BadLine"]
 
@@ -165,3 +165,99 @@ def test_the_evidence_view_names_the_page(tmp_path):
     path.write_text(json.dumps({"args": {"method": "rag"}, "data": [rec]}))
     html = render_page(build_page([path], verifier=None))
     assert "[1] p. 5" in html and 'title="[1] Survey, p. 5"' in html
+
+
+REAL = Path(__file__).parent / "data" / "vicksburg_ocr.pdf"
+
+
+def test_a_real_scanned_document_with_ocr_headers(tmp_path):
+    """tests/data/README.md: six OCR'd pages whose running header varies with the OCR ("THE SIEGE OF
+    VICKSBURG. 49", "50 THE SIEGE OF VICKSBUEG.", "THE SIEGE OP VICKSBURG. 53")."""
+    doc = read_pdf(REAL)
+    assert doc.title == "THE SIEGE OF VICKSBURG." and doc.metadata["page_count"] == 6
+    assert "VICKSBU" not in doc.text and "SIEGE OP" not in doc.text  # every header variant is gone
+    checked = {  # sentence start -> PDF page, read off pypdf's per-page text of the file
+        "A report creeps into camp that Johnston is coming": 1,
+        "Another fell on top of the hill and rolled down": 2,
+        "Cannister shot is a tin cylinder with iron heads": 3,
+        "We are doing all we can to expedite the glorious victory": 4,
+        "In fact we can all do patchwork, sew on buttons": 5,
+        "I do not often go star-gazing, but last night I sat and watched the beauty above.": 5,  # runs over to p. 6
+    }
+    for start, page in checked.items():
+        at = doc.text.find(start)
+        assert at >= 0 and page_at(doc.metadata["pages"], at) == page, start
+    assert "it became too conspicuous and dangerous for use." in doc.text  # "dan-" + "gerous" joined
+    answer = tmp_path / "a.txt"
+    answer.write_text("Canister shot was a tin cylinder filled with balls packed with saw-dust.\n")
+    got = AttributedAnswer.model_validate(json.loads(_cite_json(answer, REAL)))
+    ev = got.sentences[0].evidence[0]
+    assert ev.page == 3 and doc.text[ev.start:ev.end] == ev.text
+
+
+def _cite_json(answer: Path, docs: Path) -> str:
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["cite", "--text", str(answer), "--docs", str(docs), "--json"]) == 0
+    return buf.getvalue()
+
+
+def test_two_columns_a_table_and_a_footnote(tmp_path):
+    def page(n: int) -> list:
+        left = [["Seabird colonies on the island were", "Gull roosts on the west shore were", "Tern nests near the old jetty were"][n - 1],
+                ["surveyed twice a year by boat.", "counted from the cliffs.", "seen from a plane."][n - 1],
+                f"The spring count found {400 + n} pairs."]
+        right = [f"The autumn count on island {n} found fewer", "birds, as most had left for the open sea.",
+                 f"Table {n}: counts by species"]
+        table = ["Species   Spring   Autumn", f"Puffin   {200 + n}   12", f"Guillemot   {190 + n}   40"]
+        return ([(72, 700 - 14 * k, t) for k, t in enumerate(left)] + [(320, 700 - 14 * k, t) for k, t in enumerate(right)]
+                + [(320, 640 - 14 * k, t) for k, t in enumerate(table)] + [(72, 60, "1 Counts exclude chicks.")])
+
+    doc = read_pdf(write_pdf(tmp_path / "cols.pdf", [page(1), page(2), page(3)]))
+    text = doc.text
+    # the columns read one after the other, never glued line by line
+    assert "Gull roosts on the west shore were counted from the cliffs. The spring count found 402 pairs." in text
+    assert "The autumn count on island 1 found fewer birds, as most had left for the open sea." in text
+    assert "Puffin 201 12" in text and "Guillemot 192 40" in text  # a table row stays one row
+    assert "Counts exclude chicks." not in text  # a footnote on every page is a running footer
+    assert [p for p, _, _ in doc.metadata["pages"]] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda p: _encrypted(p), "encrypted PDF"),
+    (lambda p: _no_pages(p), "a PDF with no pages"),
+    (lambda p: p.write_text("<!DOCTYPE html><html><body>Not a PDF</body></html>"), "not a PDF (HTML)"),
+    (lambda p: p.write_bytes(b"%PDF-1.4\n" + bytes(range(256)) * 4096), "not a readable PDF"),
+])
+def test_bad_pdfs_are_one_line_and_the_index_keeps_the_rest(tmp_path, capsys, make, reason):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    make(folder / "bad.pdf")
+    (folder / "good.txt").write_text("The spring count found 412 pairs of puffins on the island.")
+    (folder / "latin1.txt").write_bytes("Caf\xe9 au lait.".encode("latin-1"))
+    bad = read_pdf(folder / "bad.pdf")
+    assert isinstance(bad, BadLine) and reason in bad.reason and "\n" not in bad.reason
+    idx = tmp_path / "idx"
+    assert main(["index", "build", "--corpus", str(folder), "--index", str(idx), "--chunk-tokens", "64"]) == 2
+    err = capsys.readouterr().err
+    assert reason in err and "latin1.txt:0: not UTF-8 text" in err and "Traceback" not in err
+    assert main(["index", "list", "--index", str(idx), "--json"]) == 0
+    assert [json.loads(x)["id"] for x in capsys.readouterr().out.splitlines()] == ["good.txt"]
+
+
+def _encrypted(path: Path) -> None:
+    from pypdf import PdfWriter
+
+    w = PdfWriter()
+    w.add_blank_page(100, 100)
+    w.encrypt("secret")
+    w.write(str(path))
+
+
+def _no_pages(path: Path) -> None:
+    from pypdf import PdfWriter
+
+    PdfWriter().write(str(path))

@@ -6,10 +6,13 @@ does the same for pages read by anything else (a LangChain document loader's pag
 :func:`from_langchain`). The cleanup, in order:
 
 - ligatures (ﬁ, ﬂ, ﬀ, ﬃ, ﬄ, ﬅ, ﬆ) become their letters;
-- running headers and footers go: a line among the first or last two of a page that recurs (digits
-  aside) on at least half of the pages, at least two, and lone page numbers ("7", "- 7 -", "Page 7 of 12");
+- running headers and footers go: a line among the first or last two of a page that recurs (digits and
+  punctuation aside, nearly the same: OCR varies; two words at least) on at least half of the pages,
+  three at least, and lone
+  page numbers ("7", "- 7 -", "Page 7 of 12");
 - a word hyphenated across a line break (or a page break) is joined ("infor-" + "mation"); other line
-  breaks inside a paragraph become spaces, so no header or page number is glued into a sentence;
+  breaks inside a paragraph become spaces, so no header or page number is glued into a sentence, and a
+  sentence that runs on over a page break stays one sentence (its page is the one it starts on);
 - the reference list is kept apart: from a "References" / "Bibliography" heading in the second half of
   the document to its end, it is left out of the text (``metadata["references"]`` says from which page and
   how many characters), so its titles are not retrieved or cited as if they were the paper's claims;
@@ -22,6 +25,7 @@ in the document's text (``text[start:end]``); :func:`page_at` finds the page of 
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -40,23 +44,37 @@ _MIN_PAGE_CHARS = 8  # a page with less extracted text has no text layer (a scan
 
 
 def _shape(line: str) -> str:
-    return re.sub(r"\d+", "#", " ".join(line.lower().split()))
+    """A line as a running header is compared: lower case, digits (page numbers) and punctuation out."""
+    return " ".join(re.sub(r"[\d\W_]+", " ", line.lower()).split())
 
 
-def _running_lines(pages: Sequence[list[str]]) -> set[str]:
-    """Shapes of the lines that recur at a page's top or bottom on at least half of the pages (two at least)."""
-    counts: dict[str, int] = {}
-    for lines in pages:
-        edge = {_shape(x) for x in lines[:_EDGE] + lines[-_EDGE:] if x.strip()}
-        for s in edge:
-            counts[s] = counts.get(s, 0) + 1
-    need = max(2, (len(pages) + 1) // 2)
-    return {s for s, n in counts.items() if n >= need and s.strip("# ")}
+def _similar(a: str, b: str) -> bool:
+    from rapidfuzz import fuzz
+
+    return a == b or (min(len(a), len(b)) >= 8 and fuzz.ratio(a, b) >= 85)  # OCR: "VICKSBUEG", "SIEGE OP"
 
 
-def _strip_edges(lines: list[str], running: set[str]) -> list[str]:
+def _running_lines(pages: Sequence[list[str]]) -> list[str]:
+    """Shapes of the lines that recur (nearly the same, digits aside) among the first or last lines of
+    at least half of the pages (three at least): running headers and footers, most frequent first."""
+    # two words at least (a table row's label is no header), on three pages at least (in a two-page
+    # document any repeated line would look like one)
+    edges = [{_shape(x) for x in lines[:_EDGE] + lines[-_EDGE:] if len(_shape(x).split()) >= 2} for lines in pages]
+    need = max(3, (len(pages) + 1) // 2)
+    found: list[tuple[int, str]] = []
+    for shape in sorted({x for e in edges for x in e}):
+        if any(_similar(shape, f) for _, f in found):
+            continue
+        n = sum(any(_similar(shape, x) for x in e) for e in edges)
+        if n >= need:
+            found.append((n, shape))
+    return [f for _, f in sorted(found, key=lambda t: -t[0])]
+
+
+def _strip_edges(lines: list[str], running: list[str]) -> list[str]:
     def edge_junk(x: str) -> bool:
-        return not x.strip() or _shape(x) in running or bool(_PAGE_NO.match(x))
+        shape = _shape(x)
+        return not x.strip() or bool(_PAGE_NO.match(x)) or (bool(shape) and any(_similar(shape, r) for r in running))
 
     lines = list(lines)
     for _ in range(_EDGE + 1):
@@ -97,11 +115,18 @@ def pages_to_doc(doc_id: str, title: str, pages: Sequence[tuple[int, str]], *, p
         return BadLine(where, 0, f"no text layer on any of its {len(texts)} page(s) (a scanned PDF?): nothing to read",
                        size)
     running = _running_lines([lines for _, lines in kept])
+    if not title and running:  # a running header names the work ("THE SIEGE OF VICKSBURG. 49")
+        heads = [x for _, ls in kept for x in ls[:_EDGE] if _shape(x) and _similar(_shape(x), running[0])]
+        shapes = [_shape(x) for x in heads]
+        best = max(set(shapes), key=shapes.count) if shapes else ""  # the spelling most pages agree on
+        head = next((x for x in heads if _shape(x) == best), "")
+        head = " ".join(re.sub(r"^\s*\d+\s+|\s+\d+\s*$", "", head).split())
+        title = head if _looks_like_title(head) else ""
     text, spans = "", []
     refs: dict[str, Any] | None = None
     for k, (n, lines) in enumerate(kept):
         lines = _strip_edges(lines, running)
-        if not title and k == 0 and lines and 3 <= len(lines[0].strip()) <= 150:
+        if not title and k == 0 and lines and _looks_like_title(lines[0]):
             title = " ".join(lines[0].split())  # a paper's first line is its title
         if k >= len(kept) // 2:  # a reference list starts in the document's second half
             at = next((j for j, x in enumerate(lines) if _REFS.match(x)), None)
@@ -114,6 +139,8 @@ def pages_to_doc(doc_id: str, title: str, pages: Sequence[tuple[int, str]], *, p
             if text.endswith("-") and text[-2:-1].isalpha() and body[:1].islower():
                 text = text[:-1]  # a word hyphenated across the page break: its end starts this page
                 spans[-1][2] = len(text)
+            elif text and text[-1] not in _ENDS and body[:1].islower():
+                text += " "  # a sentence that runs on over the page break stays one sentence
             elif text:
                 text += "\n\n"
             spans.append([n, len(text), len(text) + len(body)])
@@ -128,6 +155,15 @@ def pages_to_doc(doc_id: str, title: str, pages: Sequence[tuple[int, str]], *, p
     if refs is not None:
         meta["references"] = refs
     return SourceDoc(id=doc_id, title=title, text=text, metadata=meta, path=path, size=size, notes=notes)
+
+
+_ENDS = '.!?:;"\u201d\u2019)]'
+_JUNK_TITLE = re.compile(r"(?i)^(untitled|microsoft word\b|binder\d*\b)|\.(pdf|docx?|tex|dvi|ps|indd|rtf)$")
+
+
+def _looks_like_title(line: str) -> bool:
+    t = " ".join(line.split())
+    return 3 <= len(t) <= 150 and len(t.split()) <= 20 and not t.endswith((",", ";", "-")) and not t[:1].islower()
 
 
 def _ranges(nums: Iterable[int]) -> str:
@@ -151,6 +187,14 @@ def read_pdf(path: str | Path, doc_id: str | None = None) -> SourceDoc | BadLine
 
     p = Path(path)
     size = p.stat().st_size
+    with p.open("rb") as f:
+        head = f.read(1024)
+    if b"%PDF-" not in head:
+        kind = "HTML" if head.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")) else "no %PDF header"
+        return BadLine(str(p), 0, f"not a PDF ({kind})", size)
+    quiet = logging.getLogger("pypdf")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # pypdf's repair notes ("EOF marker not found"): the reason below says it
     try:
         reader = PdfReader(str(p))
         if reader.is_encrypted and not reader.decrypt(""):
@@ -158,8 +202,14 @@ def read_pdf(path: str | Path, doc_id: str | None = None) -> SourceDoc | BadLine
         pages = [(n, page.extract_text() or "") for n, page in enumerate(reader.pages, 1)]
         info = reader.metadata or {}
         title = str(info.get("/Title") or "").strip()
+        if _JUNK_TITLE.search(title):  # a file name or an editor's placeholder, not the work's title
+            title = ""
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
         return BadLine(str(p), 0, f"not a readable PDF ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'no detail'})", size)
+    finally:
+        quiet.setLevel(level)
+    if not pages:
+        return BadLine(str(p), 0, "a PDF with no pages", size)
     doc = pages_to_doc(doc_id or p.name, title, pages, path=str(p), size=size, metadata={"path": doc_id or p.name})
     if isinstance(doc, SourceDoc) and not doc.title:
         doc.title = p.stem
