@@ -92,6 +92,9 @@ def test_evidence_carries_the_page_and_span_in_the_original_document():
         text="It grew.", citations=[1, 2, 3],
         evidence=[Evidence(doc=k, text="The colony grew by  a third.") for k in (1, 2, 3)]
         + [Evidence(doc=1, text="Not in the document.")])])
+    assert ans.needs_locations() and ans.sentences[0].evidence[0].start is None  # the contract as given
+    ans = ans.with_locations()
+    assert not [e for e in ans.sentences[0].evidence[:3] if e.start is None]
     ev = ans.sentences[0].evidence
     assert [(e.start, e.end, e.page) for e in ev[:2]] == [(18, 45, 2), (18, 45, 2)]  # whitespace may differ
     assert (ev[2].start, ev[2].page) == (26, None)  # inline text: offsets, no page
@@ -158,6 +161,7 @@ def test_the_evidence_view_names_the_page(tmp_path):
                    metadata={"chunk_id": "survey.pdf#0", "start": 900, "source": {"pages": [[4, 900, 926], [5, 927, 954]]}})
     ans = AttributedAnswer(question="Q?", documents=[doc], sentences=[CitedSentence(
         text="The colony grew by a third.", citations=[1], evidence=[Evidence(doc=1, text="The colony grew by a third.")])])
+    ans = ans.with_locations()
     assert ans.sentences[0].evidence[0].page == 5
     raw = {"question": "Q?", "docs": [doc.model_dump(mode="json")]}
     rec = make_record(Item(id="q1", question="Q?", documents=[doc], raw=raw), ans, {})
@@ -261,3 +265,13 @@ def _no_pages(path: Path) -> None:
     from pypdf import PdfWriter
 
     PdfWriter().write(str(path))
+
+
+def test_the_tool_output_names_the_page_of_the_evidence():
+    from citegraph.graphs.tool import render_for_agent
+
+    doc = Document(id="r.pdf#2", title="Report", text="Rats were removed in 2015.",
+                   metadata={"chunk_id": "r.pdf#2", "start": 500, "source": {"pages": [[7, 480, 530]]}})
+    ans = AttributedAnswer(documents=[doc], sentences=[CitedSentence(
+        text="Rats were removed in 2015.", citations=[1], evidence=[Evidence(doc=1, text="Rats were removed in 2015.")])])
+    assert "[1] Report, p. 7 (id: r.pdf#2)" in render_for_agent(ans.with_locations())

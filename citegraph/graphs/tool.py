@@ -44,7 +44,7 @@ def _args_schema(with_corpus: bool) -> type[BaseModel]:
 
 def render_for_agent(answer: AttributedAnswer) -> str:
     """The answer as an agent reads it: the cited text, then one line per cited source
-    (``[n] title (id: ...)``), then any warnings."""
+    (``[n] title, p. 7 (id: ...)``: the pages of its evidence, for a PDF), then any warnings."""
     lines = [answer.render() or "(the method wrote no answer from these documents)"]
     cited = answer.cited_documents()
     if cited:
@@ -52,7 +52,9 @@ def render_for_agent(answer: AttributedAnswer) -> str:
         for c in cited:
             d = answer.documents[c - 1]
             label = d.title or (d.text[:80] + ("…" if len(d.text) > 80 else ""))
-            lines.append(f"[{c}] {label} (id: {d.id})")
+            pages = sorted({e.page for s in answer.sentences for e in s.evidence if e.doc == c and e.page is not None})
+            where = f", p. {', '.join(map(str, pages))}" if pages else ""
+            lines.append(f"[{c}] {label}{where} (id: {d.id})")
     if answer.warnings:
         lines += ["", "Warnings:"] + [f"- {w}" for w in answer.warnings]
     return "\n".join(lines)

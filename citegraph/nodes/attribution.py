@@ -297,10 +297,12 @@ def attribution(state: Any, runtime: Runtime) -> dict:
     ctx = runtime.context
     mode = getattr(ctx, "attribution", "off")
     answer = getattr(state, "answer", None)
-    if mode == "off" or answer is None or not answer.sentences:
+    if answer is None or not answer.sentences:
         return {}
+    if mode == "off":  # the answer as the method wrote it, its evidence located in the documents
+        return {"answer": answer.with_locations()} if answer.needs_locations() else {}
     verifier = get_verifier(ctx.verifier)
     # a graph that retrieved evidence per sentence (cite) limits each sentence to its own candidates
     candidates = getattr(state, "attribution_candidates", None) or None
     return {"answer": attribute_answer(answer, verifier, mode=mode, candidates=candidates, verifier_spec=ctx.verifier,
-                                       **stage_options(ctx))}
+                                       **stage_options(ctx)).with_locations()}

@@ -187,12 +187,25 @@ class AttributedAnswer(BaseModel):
                 s.citations = [c for c in s.citations if 1 <= c <= n]
                 self.warnings.append(f"dropped out-of-range citation(s) {bad} (documents: {n})")
             s.evidence = [e for e in s.evidence if 1 <= e.doc <= n]
-            for e in s.evidence:  # where each evidence sits in its original document, found once
-                if e.start is None:
-                    where = self.documents[e.doc - 1].locate(e.text)
+        return self
+
+    def with_locations(self) -> "AttributedAnswer":
+        """A copy whose every evidence carries where it is in its original document (``start``/``end``,
+        and ``page`` for a PDF), found by :meth:`Document.locate`; evidence already located, or not
+        found in its document, is left as it is. The attribution stage ends every graph with it. (Not a
+        validator: a state read back from a checkpoint must equal the one written.)"""
+        out = self.model_copy(deep=True)
+        for s in out.sentences:
+            for e in s.evidence:
+                if e.start is None and 1 <= e.doc <= len(out.documents):
+                    where = out.documents[e.doc - 1].locate(e.text)
                     if where is not None:
                         e.start, e.end, e.page = where
-        return self
+        return out
+
+    def needs_locations(self) -> bool:
+        """Whether some evidence has no location yet (see :meth:`with_locations`)."""
+        return any(e.start is None for s in self.sentences for e in s.evidence)
 
     # ----------------------------------------------------------------- views
     def render(self) -> str:
