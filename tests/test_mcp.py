@@ -110,6 +110,7 @@ def test_ask_reports_progress_and_search_and_cite_over_an_index_of_pdfs(tmp_path
     out = r.structured_content
     assert out["sentences"][0]["status"] == "supported" and out["llm_calls"] == 1
     assert seen and [d for d, _ in seen] == sorted(d for d, _ in seen) and "vanilla:" in seen[0][1]
+    assert "sentence 1 checked: supported [1]" in [m for _, m in seen]  # before the result, as it is decided
 
 
 def test_a_saved_run_is_a_resource(tmp_path, scripted):

@@ -205,3 +205,29 @@ def test_vanilla_streams_embedded_model_tokens_that_add_up_to_its_reply():
             final = data["answer"]
     assert len([p for p in pieces if p]) > 10
     assert "".join(pieces) == final.metadata["raw_output"]
+
+
+def test_each_checked_sentence_is_streamed_with_its_status_citations_and_evidence(scripted):
+    """The attribution stage sends one ``sentence_checked`` event per sentence as its status is decided
+    (before the final answer), and ``ask`` prints it as a line."""
+    from citegraph.cli.ask import checked_line
+
+    spec, _ = scripted(["Alpha was founded in 1901 [2]. Beta is a river in Chile [2]. Gamma is purple."])
+    g = build_graph("vanilla")
+    events, final_at = [], None
+    for n, (mode, data) in enumerate(g.stream({"question": "What are Alpha and Beta?", "documents": DOCS},
+                                              context=VanillaContext(llm=spec, attribution="repair"),
+                                              stream_mode=["custom", "values"])):
+        if mode == "custom" and data.get("event") == "sentence_checked":
+            events.append((n, data))
+        elif mode == "values" and data.get("answer") is not None and data["answer"].support_counts()["unchecked"] == 0:
+            final_at = final_at if final_at is not None else n
+    assert [e["index"] for _, e in events] == [1, 2, 3]
+    assert all(n < final_at for n, _ in events)  # each arrives before the checked answer does
+    first, second, third = (e for _, e in events)
+    assert first["status"] == "supported" and first["citations"] == [1]  # re-pointed from [2]
+    assert first["evidence"][0]["text"] == DOCS[0].text and first["evidence"][0]["doc"] == 1
+    assert second["status"] == "supported" and third["status"] == "unsupported" and third["citations"] == []
+    assert json.loads(json.dumps(first)) == first  # JSON as it is, for any client of the stream
+    line = checked_line(first)
+    assert line.startswith("1. Alpha was founded in 1901. [1] [green]supported")

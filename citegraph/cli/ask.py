@@ -16,6 +16,7 @@ SHARED_EVENTS = {
     "node": lambda ev: f"finished {ev.get('node')}",
     "verifier_batch": lambda ev: f"verifier {ev.get('verifier')}: {ev.get('done')}/{ev.get('total')}",
     "index_build": lambda ev: f"indexing: {ev.get('docs_seen')} documents read, {ev.get('chunks_added')} chunks added",
+    "sentence_checked": lambda ev: f"checked sentence {ev.get('index')}: {ev.get('status')}",
 }
 
 
@@ -33,6 +34,20 @@ def describe_event(ev: dict, method=None) -> str:
     return f"{kind}: {rest}" if rest else str(kind)
 
 
+def checked_line(ev: dict) -> str:
+    """A ``sentence_checked`` event as one line (rich markup, escaped): ``2. text [3] supported 0.91 (p. 7)``."""
+    from rich.markup import escape
+
+    from citegraph.cli.common import _SUPPORT_MARK
+
+    cites = escape("".join(f"[{c}]" for c in ev.get("citations") or [])) or "[red](no citation)[/red]"
+    status = ev.get("status")
+    score = f" [dim]{ev['score']:.2f}[/dim]" if isinstance(ev.get("score"), (int, float)) else ""
+    pages = sorted({e["page"] for e in ev.get("evidence") or [] if e.get("page") is not None})
+    where = f" [dim](p. {', '.join(map(str, pages))})[/dim]" if pages else ""
+    return f"{ev.get('index')}. {escape(str(ev.get('text', '')))} {cites} {_SUPPORT_MARK.get(status, '')}{score}{where}"
+
+
 def _answer_with_progress(graph, item, ctx, method, thread: str | None = None):
     """Run the graph with a one-line status on stderr that follows its progress events (``method``:
     the registry entry)."""
@@ -48,6 +63,8 @@ def _answer_with_progress(graph, item, ctx, method, thread: str | None = None):
     with console.status(f"{method.name}: starting", spinner="dots") as status:
         def on_event(ev: dict) -> None:
             status.update(f"{escape(method.name)} · {time.perf_counter() - t0:.0f}s · {escape(describe_event(ev, method))}")
+            if ev.get("event") == "sentence_checked":  # each sentence as soon as it is checked, above the status
+                console.print(f"[dim]checked[/dim] {checked_line(ev)}", soft_wrap=True)
 
         return answer_item(graph, item, ctx, on_event=on_event, thread=thread)
 

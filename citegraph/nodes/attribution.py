@@ -41,6 +41,7 @@ from langgraph.runtime import Runtime
 
 from citegraph.state import AttributedAnswer, CitedSentence, Document, Evidence
 from citegraph.state.attribution import SentenceAttribution, SubsetCheck
+from citegraph.tools.progress import emit
 from citegraph.tools.sentences import split_sentences
 from citegraph.tools.verifier import get_verifier
 from citegraph.tools.verifier.hf import top_windows
@@ -266,8 +267,10 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
                 # no sentence entails it alone (the document does, as a whole): its two best sentences
                 k = max(1, max_evidence) if ranked[0][0] >= thr else max(2, max_evidence)
                 evidence += [Evidence(doc=c, text=x, score=round(v, 4)) for v, x in ranked[:k]]
-        out_sents.append(CitedSentence(text=s.text, citations=sorted(cits), evidence=evidence,
-                                       support=support, support_score=round(score, 4)))
+        done = CitedSentence(text=s.text, citations=sorted(cits), evidence=evidence, support=support,
+                             support_score=round(score, 4))
+        out_sents.append(done)
+        emit_checked(i + 1, done, answer.documents)
     out = answer.model_copy(update={"sentences": out_sents, "warnings": list(answer.warnings),
                                     "metadata": dict(answer.metadata)})
     counts = out.support_counts()
@@ -284,6 +287,18 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
         out.warnings.append(f"attribution (strict): dropped {len(dropped)} unsupported sentence(s); "
                             "the trace keeps them")
     return out
+
+
+def emit_checked(index: int, s: CitedSentence, documents: Sequence[Document]) -> None:
+    """One ``sentence_checked`` event on the custom stream as soon as a sentence's status is decided:
+    its 1-based index, text, citations, status, score and evidence (with the page where known), so a UI
+    can show "sentence 2: supported by [3]" before the whole answer is done."""
+    evidence = []
+    for e in s.evidence:
+        where = documents[e.doc - 1].locate(e.text) if 1 <= e.doc <= len(documents) else None
+        evidence.append({"doc": e.doc, "text": e.text, "score": e.score, "page": where[2] if where else None})
+    emit("sentence_checked", index=index, text=s.text, citations=list(s.citations), status=s.support,
+         score=s.support_score, evidence=evidence)
 
 
 def stage_options(ctx: Any) -> dict[str, Any]:

@@ -185,9 +185,14 @@ class Service:
         done = [0]
 
         def on_event(ev: dict) -> None:
-            if ev.get("event") == "node" and on_progress is not None:
+            if on_progress is None:
+                return
+            if ev.get("event") == "node":
                 done[0] += 1
                 on_progress(done[0], f"{method}: {ev.get('node')} done")
+            elif ev.get("event") == "sentence_checked":  # each sentence as soon as it is checked
+                cites = "".join(f"[{c}]" for c in ev.get("citations") or []) or "(no citation)"
+                on_progress(done[0], f"sentence {ev.get('index')} checked: {ev.get('status')} {cites}")
 
         with self.lock:
             t0 = time.perf_counter()
