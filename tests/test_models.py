@@ -326,3 +326,50 @@ def test_llm_judge_verifier_on_an_endpoint_scores_pairs_together_as_one_at_a_tim
         alone = get_verifier(f"llm-judge:{spec}", cache=False).score(pairs)
     assert together == pytest.approx([k / 10 for k in range(1, 10)]) and together == pytest.approx(alone)
     assert len(srv.requests) == 18
+
+
+# ------------------------------------------------------------------ any LangChain chat model
+def test_init_spec_reaches_langchains_init_chat_model(monkeypatch):
+    """``init:<provider>:<model>`` builds the model with LangChain's init_chat_model: here the openai
+    provider against the fake server, so a real HTTP request is made."""
+    import uuid
+
+    from fake_openai import FakeOpenAI
+
+    from citegraph.graphs.registry import build_graph
+    from citegraph.state.vanilla import VanillaContext
+
+    with FakeOpenAI(lambda body: "Alpha was founded in 1901 [1].") as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        model = f"m-{uuid.uuid4().hex[:6]}"
+        out = build_graph("vanilla").invoke({"question": "When?", "documents": [{"title": "A", "text": "Alpha was founded in 1901."}]},
+                                            context=VanillaContext(llm=f"init:openai:{model}"))
+        assert srv.requests and srv.requests[0]["model"] == model
+    assert out["answer"].sentences[0].citations == [1]
+
+
+def test_init_spec_errors_are_one_line():
+    from citegraph.errors import InputError, ModelError
+    from citegraph.tools.models.registry import check_chat_spec, get_chat_model
+
+    with pytest.raises(InputError, match="init spec needs a provider and a model"):
+        check_chat_spec("init:anthropic")
+    with pytest.raises(ModelError, match="Unsupported provider='nope'"):
+        get_chat_model("init:nope:some-model")
+
+
+def test_a_context_takes_the_chat_model_object_an_app_holds():
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from citegraph.graphs.registry import build_graph
+    from citegraph.state.vanilla import VanillaContext
+    from citegraph.tools.models.registry import get_chat_model
+
+    model = FakeListChatModel(responses=["Alpha was founded in 1901 [1]."])
+    ctx = VanillaContext(llm=model)
+    assert ctx.llm.startswith("object:FakeListChatModel:") and get_chat_model(ctx.llm) is model
+    assert VanillaContext(llm=model).llm == ctx.llm  # the same object, the same spec
+    out = build_graph("vanilla").invoke({"question": "When?", "documents": [{"title": "A", "text": "Alpha was founded in 1901."}]},
+                                        context=ctx)
+    assert out["answer"].render() == "Alpha was founded in 1901 [1]."

@@ -14,9 +14,11 @@ import os
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Annotated, Any, Callable, ClassVar, Literal, get_type_hints
 
+from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
 from citegraph.state.answer import AttributedAnswer, Document
+from citegraph.state.models import hold
 
 
 #: environment variables that set the default model specs of every Context (read when a Context is
@@ -148,10 +150,13 @@ def _bounds(typ: Any, meta: dict[str, Any]) -> tuple[float | None, float | None]
 def _prepared(typ: Any, f: Any) -> Callable[[Any], Any]:
     """What a value becomes before pydantic checks it: a command-line text read by the knob's type,
     None (a client's cleared field) the default, a whole float (5.0 from a JSON client) an integer,
-    a number given to a string knob its text (``--set embedding=123`` parses as JSON)."""
+    a number given to a string knob its text (``--set embedding=123`` parses as JSON), a chat model
+    object given to an ``llm`` knob the spec it is held under (:mod:`citegraph.state.models`)."""
 
     def prepare(value: Any) -> Any:
         value = _from_text(typ, value)
+        if (f.name == "llm" or f.name.endswith("_llm")) and isinstance(value, BaseChatModel):
+            value = hold(value)  # a chat model object an app already holds: kept under a spec of its own
         if value is None and field_default(f) is not MISSING:
             value = field_default(f)
         if typ is int and isinstance(value, float) and value.is_integer():

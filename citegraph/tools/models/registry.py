@@ -12,6 +12,7 @@ from typing import Callable
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from citegraph.errors import ModelError
+from citegraph.state.models import held
 from citegraph.tools import failures
 from citegraph.tools.models import llamacpp
 from citegraph.tools.models.llamacpp import LlamaCppChat
@@ -33,14 +34,17 @@ def get_chat_model(spec: str = "local") -> BaseChatModel:
     with _registry_lock:
         if spec in _registry:
             return _registry[spec]
+    obj = held(spec)  # a model object given to a Context
+    if obj is not None:
+        return obj
     model = _build(spec)
     with _registry_lock:
         return _registry.setdefault(spec, model)
 
 
 CHAT_SPECS = ("local, local-small, llamacpp:<path>, server:<local|local-small|path> (llama-server, N slots), "
-              "openai:<model>, or a name given to register_chat_model")
-
+              "openai:<model>, init:<provider>:<model> (LangChain's init_chat_model: anthropic, ollama, "
+              "bedrock, azure_openai, ...), or a name given to register_chat_model")
 
 def check_chat_spec(spec: str, where: str = "llm") -> str:
     """``spec`` when it names a chat model this process can resolve, without loading anything; else
@@ -52,6 +56,8 @@ def check_chat_spec(spec: str, where: str = "llm") -> str:
     with _registry_lock:
         if spec in _registry:
             return spec
+    if held(spec) is not None:
+        return spec
     kind, _, arg = spec.partition(":")
     if spec in ("local", "local-small"):
         return spec
@@ -70,8 +76,14 @@ def check_chat_spec(spec: str, where: str = "llm") -> str:
             raise InputError(f"{where}: server spec needs a model: server:local, server:local-small or server:/path.gguf")
         check_chat_spec(arg if arg in ("local", "local-small") else f"llamacpp:{arg}", where)
         return spec
-    if kind == "fake":
-        raise InputError(f"{where}: no scripted model registered as {spec!r} (use register_chat_model)")
+    if kind == "init":
+        provider, _, model = arg.partition(":")
+        if not provider or not model:
+            raise InputError(f"{where}: init spec needs a provider and a model: init:anthropic:claude-sonnet-4-5, "
+                             "init:ollama:llama3.1")
+        return spec
+    if kind in ("fake", "object"):
+        raise InputError(f"{where}: no model registered as {spec!r} (use register_chat_model)")
     raise InputError(f"{where}: unknown model spec {spec!r}; use {CHAT_SPECS}")
 
 
@@ -100,9 +112,27 @@ def _build(spec: str) -> BaseChatModel:
             max_retries=0,  # retries follow citegraph.tools.failures (one policy for every model)
             timeout=failures.policy().timeout,
         )
-    if kind == "fake":
-        raise ModelError(f"no scripted model registered as {spec!r} (use register_chat_model)")
+    if kind == "init":
+        return _init_chat_model(arg)
+    if kind in ("fake", "object"):
+        raise ModelError(f"no model registered as {spec!r} (use register_chat_model)")
     raise ModelError(f"unknown model spec {spec!r}; use {CHAT_SPECS}")
+
+
+def _init_chat_model(arg: str) -> BaseChatModel:
+    """``init:<provider>:<model>``: LangChain's ``init_chat_model`` (its provider package must be
+    installed: langchain-anthropic, langchain-ollama, ...), temperature 0."""
+    from langchain.chat_models import init_chat_model
+
+    provider, _, model = arg.partition(":")
+    if not provider or not model:
+        raise ModelError("init spec needs a provider and a model: init:anthropic:claude-sonnet-4-5")
+    try:
+        return init_chat_model(model, model_provider=provider, temperature=0)
+    except ImportError as e:  # the provider's package is missing: its own one-line advice
+        raise ModelError(str(e).splitlines()[0]) from None
+    except ValueError as e:  # an unknown provider
+        raise ModelError(f"init:{arg}: {str(e).splitlines()[0]}") from None
 
 
 def _gguf_path(name: str) -> str:
