@@ -1,0 +1,97 @@
+"""``citegraph trace``: list a checkpoint store's threads, show one thread's steps, and replay or fork
+from a step as a new thread (the original unchanged), on SQLite and on a PostgreSQL the test starts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import pg_server
+from citegraph.cli import main
+from citegraph.graphs.registry import entry
+from citegraph.run.datasets import Item
+from citegraph.run.runner import answer_item, thread_id
+from citegraph.state import Document
+from citegraph.tools.checkpoints import close_checkpointers, open_checkpointer
+
+DOCS = [Document(id="a", title="Alpha", text="Alpha was founded in 1901 by Ann."),
+        Document(id="b", title="Beta", text="Beta is a river in Chile.")]
+
+
+def run_one(store: str, scripted) -> str:
+    spec, _ = scripted(["Alpha was founded in 1901 [1]. Beta is a river in Chile [2]."])
+    e = entry("vanilla")
+    ctx = e.make_context(llm=spec, attribution="repair")
+    item = Item(id="q1", question="What are Alpha and Beta?", documents=DOCS)
+    t = thread_id("vanilla", item, ctx)
+    answer_item(e.build(checkpointer=open_checkpointer(store)), item, ctx, thread=t)
+    return t
+
+
+def check_store(store: str, scripted, capsys) -> None:
+    t = run_one(store, scripted)
+    assert main(["trace", "list", "--checkpoint", store, "--json"]) == 0
+    threads = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(x["thread_id"], x["method"], x["status"]) for x in threads] == [(t, "vanilla", "finished")]
+    assert threads[0]["question"] == "What are Alpha and Beta?"
+    assert main(["trace", "show", "--checkpoint", store, "--thread", t, "--json"]) == 0
+    steps = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [s["nodes"] for s in steps] == [[], ["__start__"], ["retrieve"], ["generate"], ["attribute"], ["attribution"]]
+    gen = next(s for s in steps if s["nodes"] == ["generate"])
+    assert "generation" in gen["changed"] and gen["next"] == ["attribute"] and gen["seconds"] >= 0
+    assert steps[-1]["next"] == [] and steps[-1]["changed"] == ["answer"]
+
+    # fork after `generate` with another generation: the attribution stage checks the edited text
+    assert main(["trace", "fork", "--checkpoint", store, "--thread", t, "--step", str(gen["step"]),
+                 "--set", "generation=Alpha was founded in 1950 [1]."]) == 0
+    out = capsys.readouterr().out
+    new = out.splitlines()[0].removeprefix("new thread: ")
+    assert new.startswith(t + ":fork:") and "Alpha was founded in 1950." in out and "unsupported" in out
+    from citegraph.run.trace import TraceStore
+
+    ts = TraceStore(store)
+    assert ts.steps(t)[-1].values["answer"].render() == "Alpha was founded in 1901 [1]. Beta is a river in Chile [2]."
+    forked = ts.steps(new)
+    assert forked[-1].values["generation"] == "Alpha was founded in 1950 [1]."
+    assert forked[-1].values["answer"].sentences[0].support == "unsupported"
+    # replay: the same step again, unchanged, gives the original's answer on another new thread
+    assert main(["trace", "replay", "--checkpoint", store, "--thread", t, "--step", str(gen["step"])]) == 0
+    again = capsys.readouterr().out.splitlines()[0].removeprefix("new thread: ")
+    assert ts.steps(again)[-1].values["answer"].render() == ts.steps(t)[-1].values["answer"].render()
+    assert main(["trace", "list", "--checkpoint", store, "--json"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3  # the original and its two new threads
+
+
+def test_trace_on_sqlite(tmp_path, scripted, capsys):
+    check_store(f"sqlite:///{tmp_path / 'ck.db'}", scripted, capsys)
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    yield from pg_server.postgres_fixture()
+
+
+def test_trace_on_postgres(postgres, scripted, capsys):
+    try:
+        check_store(postgres.new_database("trace"), scripted, capsys)
+    finally:
+        close_checkpointers()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["show", "--thread", "citegraph:vanilla:nope:1"], "holds no thread 'citegraph:vanilla:nope:1'"),
+    (["show", "--thread", "someone-elses-thread"], "is not a citegraph thread"),
+    (["fork", "--thread", "{t}", "--step", "99", "--set", "question=x"], "has no step 99"),
+    (["fork", "--thread", "{t}", "--step", "2", "--set", "nofield=x"], "holds no field nofield"),
+    (["fork", "--thread", "{t}", "--step", "-1", "--set", "question=x"], "is the input, before any node ran"),
+    (["fork", "--thread", "{t}", "--step", "2"], "fork needs at least one --set"),
+    (["fork", "--thread", "{t}", "--step", "2", "--set", "question"], "expected FIELD=VALUE"),
+])
+def test_bad_ids_and_steps_are_one_line(tmp_path, scripted, capsys, argv, message):
+    store = f"sqlite:///{tmp_path / 'ck.db'}"
+    t = run_one(store, scripted)
+    argv = [a.replace("{t}", t) for a in argv]
+    assert main(["trace", argv[0], "--checkpoint", store, *argv[1:]]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
