@@ -22,6 +22,7 @@ from citegraph.cli import main  # noqa: E402
 mcp = pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters  # noqa: E402
 
+from citegraph.cli.mcp import render_run  # noqa: E402
 from citegraph.run.mcp import Service, build_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +124,7 @@ def test_a_saved_run_is_a_resource(tmp_path, scripted):
                  "--save", str(runs / "one.json")]) == 0
 
     async def go():
-        async with Client(build_server(Service(runs_dir=runs))) as c:
+        async with Client(build_server(Service(runs_dir=runs, render=render_run))) as c:
             templates = (await c.list_resource_templates()).resource_templates
             page = await c.read_resource("citegraph://runs/one.json")
             bad = None

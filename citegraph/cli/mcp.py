@@ -44,6 +44,13 @@ def bearer_guard(app, token: str):
     return guarded
 
 
+def render_run(path) -> str:
+    """A saved run's evidence view, the page ``citegraph show`` writes (no verifier: its own evidence)."""
+    from citegraph.view.page import build_page, render_page
+
+    return render_page(build_page([path], verifier=None))
+
+
 def cmd_mcp(args) -> int:
     from citegraph.run.mcp import Service, build_server
 
@@ -53,7 +60,7 @@ def cmd_mcp(args) -> int:
                          "only clients with that bearer token can call the tools")
     if args.runs and not os.path.isdir(args.runs):
         raise InputError(f"--runs {args.runs}: not a folder")
-    server = build_server(Service(runs_dir=args.runs or None, verifier=args.verifier or None))
+    server = build_server(Service(runs_dir=args.runs or None, verifier=args.verifier or None, render=render_run))
     if not args.http:
         server.run("stdio")
         return 0

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -119,9 +119,11 @@ def answer_out(method: str, ans: Any, usage: dict[str, Any], seconds: float) -> 
 class Service:
     """What the tools do, one call at a time, with the models kept warm between calls."""
 
-    def __init__(self, runs_dir: str | Path | None = None, verifier: str | None = None) -> None:
+    def __init__(self, runs_dir: str | Path | None = None, verifier: str | None = None,
+                 render: Callable[[Path], str] | None = None) -> None:
         self.runs_dir = Path(runs_dir).resolve() if runs_dir else None
         self.verifier = verifier
+        self.render = render  # a saved run's evidence view (HTML); the view room sits above this one
         self.lock = threading.Lock()
         self._graphs: dict[str, Any] = {}
 
@@ -230,14 +232,12 @@ class Service:
             text=h.chunk.text) for h in hits])
 
     def run_view(self, name: str) -> str:
-        from citegraph.view.page import build_page, render_page
-
-        if self.runs_dir is None:
+        if self.runs_dir is None or self.render is None:
             raise InputError("this server has no runs folder (start it with --runs DIR)")
         path = (self.runs_dir / name).resolve()
         if path.parent != self.runs_dir or not path.is_file():
             raise InputError(f"no saved run {name!r} in {self.runs_dir}")
-        return render_page(build_page([path], verifier=None))
+        return self.render(path)
 
     def runs(self) -> list[str]:
         if self.runs_dir is None or not self.runs_dir.is_dir():
