@@ -82,8 +82,10 @@ def check_chat_spec(spec: str, where: str = "llm") -> str:
             raise InputError(f"{where}: init spec needs a provider and a model: init:anthropic:claude-sonnet-4-5, "
                              "init:ollama:llama3.1")
         return spec
-    if kind in ("fake", "object"):
-        raise InputError(f"{where}: no model registered as {spec!r} (use register_chat_model)")
+    if kind == "fake":
+        raise InputError(f"{where}: no scripted model registered as {spec!r} (use register_chat_model)")
+    if kind == "object":
+        raise InputError(f"{where}: no model object is held as {spec!r} in this process (give the Context the object)")
     raise InputError(f"{where}: unknown model spec {spec!r}; use {CHAT_SPECS}")
 
 
@@ -114,8 +116,10 @@ def _build(spec: str) -> BaseChatModel:
         )
     if kind == "init":
         return _init_chat_model(arg)
-    if kind in ("fake", "object"):
-        raise ModelError(f"no model registered as {spec!r} (use register_chat_model)")
+    if kind == "fake":
+        raise ModelError(f"no scripted model registered as {spec!r} (use register_chat_model)")
+    if kind == "object":
+        raise ModelError(f"no model object is held as {spec!r} in this process (give the Context the object)")
     raise ModelError(f"unknown model spec {spec!r}; use {CHAT_SPECS}")
 
 
