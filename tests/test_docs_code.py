@@ -174,3 +174,14 @@ def test_relative_links_resolve():
                 if anchor not in slugs:
                     bad.append(f"{path.relative_to(REPO)}: {target} (no such heading)")
     assert not bad, "\n".join(bad)
+
+
+def test_each_method_page_draws_the_graph_the_code_builds():
+    """docs/methods/*.md carry each method's figure as LangGraph draws the compiled graph
+    (scripts/draw_graphs.py): a graph that changes without its figure fails here."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "draw_graphs.py"), "--check"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
