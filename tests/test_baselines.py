@@ -133,7 +133,7 @@ def test_baselines_are_registered_for_cli_and_studio():
     cfg = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
     for name in ("summ", "snippet", "rerank"):
         assert name in GRAPHS
-        assert cfg["graphs"][name] == f"./citegraph/graphs/{name}.py:graph"
+        assert cfg["graphs"][name]["path"] == f"./citegraph/graphs/{name}.py:graph"
         assert build_graph(name).name == name
 
 

@@ -185,3 +185,16 @@ def test_each_method_page_draws_the_graph_the_code_builds():
     r = subprocess.run([sys.executable, str(REPO / "scripts" / "draw_graphs.py"), "--check"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+def test_langgraph_json_describes_each_graph_as_the_registry_does():
+    """langgraph dev's assistants (and so its /mcp tools) carry each graph's one-line summary."""
+    import json
+
+    from citegraph.graphs.registry import GRAPHS
+
+    graphs = json.loads((REPO / "langgraph.json").read_text())["graphs"]
+    assert set(graphs) == set(GRAPHS)
+    for name, g in graphs.items():
+        assert g["path"] == f"./citegraph/graphs/{name.replace('-', '_')}.py:graph"
+        assert g["description"].startswith(GRAPHS[name].summary) and "AttributedAnswer" in g["description"]

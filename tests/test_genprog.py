@@ -360,8 +360,8 @@ def test_registry_and_langgraph_json():
 
     assert {"genprog", "genprog-posthoc"} <= set(GRAPHS)
     cfg = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
-    assert cfg["graphs"]["genprog"].endswith("genprog.py:graph")
-    assert cfg["graphs"]["genprog-posthoc"].endswith("genprog_posthoc.py:graph")
+    assert cfg["graphs"]["genprog"]["path"].endswith("genprog.py:graph")
+    assert cfg["graphs"]["genprog-posthoc"]["path"].endswith("genprog_posthoc.py:graph")
 
 
 def test_lfqa_posthoc_benchmark_scoring(scripted, tmp_path):

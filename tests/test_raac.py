@@ -656,7 +656,7 @@ def test_registry_context_and_langgraph_json():
     assert isinstance(ctx, RaacContext) and ctx.k == 1 and ctx.max_calibration_rounds == 1 and ctx.top_docs == 5
     assert all(desc for _, _, desc in RaacContext.describe())
     cfg = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
-    assert cfg["graphs"]["raac"] == "./citegraph/graphs/raac.py:graph"
+    assert cfg["graphs"]["raac"]["path"] == "./citegraph/graphs/raac.py:graph"
     from citegraph.graphs.raac import graph
 
     nodes = set(graph.get_graph(xray=1).nodes)

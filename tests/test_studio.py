@@ -98,6 +98,8 @@ def test_every_graph_loads_with_state_and_context(server):
         assert {"question", "documents"} <= set(schemas["input_schema"]["properties"]), gid
         assert "answer" in schemas["output_schema"]["properties"], gid
         assert schemas["state_schema"]["properties"], gid
+        # what langgraph dev's /mcp endpoint gives an agent as the tool's description
+        assert found[gid].get("description") == graphs[gid]["description"], gid
 
 
 def test_run_vanilla_through_the_server(server):
