@@ -341,7 +341,7 @@ def test_cli_build_reports_bad_lines_keeps_the_rest_and_exits_2(tmp_path, capsys
     assert main(["index", "add", "--corpus", str(folder), "--index", str(idx)]) == 0
     assert main(["index", "search", "--index", str(idx), "--query", "Etna Sicily", "--k", "1", "--json"]) == 0
     hit = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert hit["doc_id"] == "sub/note.md" and hit["title"] == "note"
+    assert hit["doc_id"] == "sub/note.md" and hit["title"] == "Volcanoes"  # a Markdown file's first heading
     assert main(["index", "search", "--index", str(tmp_path / "none"), "--query", "x"]) == 2
     assert main(["index", "build", "--corpus", str(tmp_path / "none.jsonl"), "--index", str(idx)]) == 2
 

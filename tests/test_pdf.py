@@ -275,3 +275,39 @@ def test_the_tool_output_names_the_page_of_the_evidence():
     ans = AttributedAnswer(documents=[doc], sentences=[CitedSentence(
         text="Rats were removed in 2015.", citations=[1], evidence=[Evidence(doc=1, text="Rats were removed in 2015.")])])
     assert "[1] Report, p. 7 (id: r.pdf#2)" in render_for_agent(ans.with_locations())
+
+
+HTML = """<!DOCTYPE html><html><head><title>Kestrel Island &amp; its birds</title>
+<style>p { color: red }</style><script>var tracking = "Rats were never removed";</script></head>
+<body><nav><a href="/">Home</a> | <a href="/about">About us</a></nav>
+<h1>Kestrel Island</h1><p>The Kestrel survey counted 412 nesting pairs in 2019.</p>
+<h2>Rats</h2><p>Rats were removed from the island<br>in 2015.</p><ul><li>Puffins returned in 2021.</li></ul>
+<footer>Copyright 2024 Island Trust</footer></body></html>"""
+
+
+def test_html_and_markdown_keep_their_title_and_headings(tmp_path, capsys):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "island.html").write_text(HTML)
+    (folder / "notes.md").write_text("Intro line.\n\n# Field notes\n\n```\n# not a heading\n```\n\n## Rats\n\nRats were removed in 2015.\n")
+    (folder / "latin.html").write_bytes("<meta charset=iso-8859-1><p>Caf\xe9 au lait on the quay.</p>".encode("latin-1"))
+    docs = {d.id: d for d in iter_corpus(folder)}
+    page = docs["island.html"]
+    assert page.title == "Kestrel Island & its birds"
+    assert page.text == ("Kestrel Island\n\nThe Kestrel survey counted 412 nesting pairs in 2019.\n\nRats\n\n"
+                         "Rats were removed from the island\n\nin 2015.\n\nPuffins returned in 2021.")
+    assert "tracking" not in page.text and "About us" not in page.text and "Copyright" not in page.text
+    assert [(lv, h, page.text[at:at + len(h)]) for lv, h, at in page.metadata["headings"]] == \
+        [(1, "Kestrel Island", "Kestrel Island"), (2, "Rats", "Rats")]
+    note = docs["notes.md"]
+    assert note.title == "Field notes" and [h[:2] for h in note.metadata["headings"]] == [[1, "Field notes"], [2, "Rats"]]
+    assert docs["latin.html"].text == "Café au lait on the quay."
+    # a single text file given with --docs is read as a document (not as JSON lines)
+    answer = tmp_path / "a.txt"
+    answer.write_text("The survey counted 412 nesting pairs in 2019.\n")
+    assert main(["cite", "--text", str(answer), "--docs", str(folder / "island.html"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sentences"][0]["support"] == "supported" and out["documents"][0]["title"] == "Kestrel Island & its birds"
+    assert main(["cite", "--text", str(answer), "--docs", str(folder / "notes.md"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["documents"][0]["title"] == "Field notes" and out["sentences"][0]["support"] == "unsupported"

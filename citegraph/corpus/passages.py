@@ -17,7 +17,7 @@ from citegraph.corpus.sources import BadLine, SourceDoc, iter_corpus
 from citegraph.errors import InputError
 from citegraph.state.answer import Document
 
-FILE_SUFFIXES = (".pdf", ".txt", ".md")
+FILE_SUFFIXES = (".pdf", ".txt", ".md", ".html", ".htm")
 
 
 @dataclass

@@ -18,12 +18,14 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from citegraph.corpus.html import markdown_title_and_headings, read_html
 from citegraph.corpus.pdf import read_pdf
 from citegraph.corpus.records import BadLine, SourceDoc
 from citegraph.errors import InputError
 
 TEXT_SUFFIXES = (".txt", ".md")
 PDF_SUFFIXES = (".pdf",)
+HTML_SUFFIXES = (".html", ".htm")
 
 
 def _default_id(title: str, text: str) -> str:
@@ -91,32 +93,44 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[SourceDoc | BadLine]:
 
 
 def iter_corpus(path: str | os.PathLike) -> Iterator[SourceDoc | BadLine]:
-    """Documents of a JSONL file or a folder, in a stable order (files sorted by path)."""
+    """Documents of a file (JSONL, PDF, HTML, text or Markdown) or a folder of them, in a stable order
+    (files sorted by path)."""
     p = Path(path)
-    if p.is_file() and p.suffix.lower() in PDF_SUFFIXES:
-        yield read_pdf(p)
-        return
     if p.is_file():
-        yield from iter_jsonl(p)
+        yield from _read_file(p, p.name)
         return
     if not p.is_dir():
         raise InputError(f"corpus not found: {path}")
     for f in sorted(x for x in p.rglob("*") if x.is_file()):
-        rel = f.relative_to(p).as_posix()
-        if f.suffix == ".jsonl":
-            yield from iter_jsonl(f)
-        elif f.suffix.lower() in PDF_SUFFIXES:
-            yield read_pdf(f, doc_id=rel)
-        elif f.suffix in TEXT_SUFFIXES:
-            try:
-                text = f.read_text(encoding="utf-8")
-            except UnicodeDecodeError as e:
-                yield BadLine(str(f), 0, f"not UTF-8 text ({e.reason})", f.stat().st_size)
-                continue
-            if text.strip():
-                yield SourceDoc(id=rel, title=f.stem, text=text, metadata={"path": rel}, path=str(f), size=f.stat().st_size)
-            else:
-                yield BadLine(str(f), 0, "empty file", f.stat().st_size)
+        yield from _read_file(f, f.relative_to(p).as_posix(), folder=True)
+
+
+def _read_file(f: Path, rel: str, folder: bool = False) -> Iterator[SourceDoc | BadLine]:
+    """One file's documents by its suffix (id: its path relative to the folder read); in a folder, a
+    file of another kind is not ours to read and is passed over, and a single file of another kind is
+    read as JSON lines (a corpus file of any name)."""
+    suffix = f.suffix.lower()
+    if suffix in PDF_SUFFIXES:
+        yield read_pdf(f, doc_id=rel)
+    elif suffix in HTML_SUFFIXES:
+        yield read_html(f, doc_id=rel)
+    elif suffix in TEXT_SUFFIXES:
+        try:
+            text = f.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            yield BadLine(str(f), 0, f"not UTF-8 text ({e.reason})", f.stat().st_size)
+            return
+        if not text.strip():
+            yield BadLine(str(f), 0, "empty file", f.stat().st_size)
+            return
+        meta: dict[str, Any] = {"path": rel}
+        title = f.stem
+        if suffix == ".md":  # a Markdown file's first "# " heading is its title; its headings are kept
+            heading, headings = markdown_title_and_headings(text)
+            title, meta["headings"] = heading or f.stem, headings
+        yield SourceDoc(id=rel, title=title, text=text, metadata=meta, path=str(f), size=f.stat().st_size)
+    elif suffix == ".jsonl" or not folder:
+        yield from iter_jsonl(f)
 
 
 def corpus_bytes(path: str | os.PathLike) -> int:
@@ -126,4 +140,4 @@ def corpus_bytes(path: str | os.PathLike) -> int:
         return p.stat().st_size
     if not p.is_dir():
         return 0
-    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file() and (f.suffix in (".jsonl", *TEXT_SUFFIXES) or f.suffix.lower() in PDF_SUFFIXES))
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file() and f.suffix.lower() in (".jsonl", *TEXT_SUFFIXES, *PDF_SUFFIXES, *HTML_SUFFIXES))
