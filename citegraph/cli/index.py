@@ -139,7 +139,7 @@ def cmd_remove(args) -> int:
 def register(sub) -> None:
     from citegraph.state.base import RETRIEVAL_MODES
 
-    p = sub.add_parser("index", help="build, extend and search a corpus index (Chroma + bm25s)")
+    p = sub.add_parser("index", help="build, extend, list, prune and search a corpus index (Chroma + bm25s; PDFs too)")
     isub = p.add_subparsers(dest="index_command", required=True)
     for name, func, helptext in (("build", cmd_build, "index a corpus (a second build of the same corpus is a no-op)"),
                                  ("add", cmd_add, "add documents to an index (unchanged ones are skipped)")):
