@@ -95,3 +95,25 @@ def test_bad_ids_and_steps_are_one_line(tmp_path, scripted, capsys, argv, messag
     assert main(["trace", argv[0], "--checkpoint", store, *argv[1:]]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_show_with_the_checkpoint_lists_each_items_steps(tmp_path, scripted):
+    from citegraph.view.page import build_page, render_page
+
+    spec, _ = scripted(["Alpha was founded in 1901 [1]. Beta is a river in Chile [2]."])
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d.model_dump()) + "\n" for d in DOCS))
+    store = f"sqlite:///{tmp_path / 'ck.db'}"
+    out = tmp_path / "one.json"
+    assert main(["ask", "vanilla", "-q", "What are <b>Alpha</b> and Beta?", "--docs", str(docs), "--llm", spec,
+                 "--set", "attribution=repair", "--checkpoint", store, "--save", str(out)]) == 0
+    page = build_page([out], verifier=None, checkpoint=store)
+    steps = page.rows[0].cells[0].steps
+    assert steps["summary"].startswith("Steps (6) of thread citegraph:vanilla:ask:")
+    rows = steps["blocks"][0]["table"]["rows"]
+    assert [r[1] for r in rows] == [["(input)"], ["__start__"], ["retrieve"], ["generate"], ["attribute"], ["attribution"]]
+    html = render_page(page)
+    assert '<details class="trace"><summary>Steps (6)' in html and "<b>Alpha</b>" not in html  # collapsed, escaped
+    assert build_page([out], verifier=None).rows[0].cells[0].steps is None  # without the store: no steps
+    other = build_page([out], verifier=None, checkpoint=f"sqlite:///{tmp_path / 'empty.db'}").rows[0].cells[0].steps
+    assert "holds no thread" in other["blocks"][0]["note"]

@@ -36,7 +36,8 @@ def cmd_show(args) -> int:
         print(f"{name}: scoring {n} citation pairs with the {verifier!r} verifier (--verifier none skips)",
               file=sys.stderr)
 
-    page = build_page(args.files, verifier=verifier, top=args.top, page_size=args.page_size, on_scoring=on_scoring)
+    page = build_page(args.files, verifier=verifier, top=args.top, page_size=args.page_size, on_scoring=on_scoring,
+                      checkpoint=args.checkpoint)
     html.write_text(render_page(page), encoding="utf-8")
     out = html
     print(f"wrote {out} ({len(page.rows)} question(s), {len(page.files)} file(s))")
@@ -56,4 +57,6 @@ def register(sub) -> None:
                    help="verifier that scores each citation and picks the sentences to highlight when the answer has no evidence ('none' skips; default: default)")
     p.add_argument("--top", type=int, default=2, help="document sentences highlighted per citation without evidence (default 2)")
     p.add_argument("--page-size", type=int, default=20, help="questions per page (default 20)")
+    p.add_argument("--checkpoint", default=None, metavar="SPEC",
+                   help="the store the run wrote with --checkpoint: each item shows its steps (collapsed)")
     p.set_defaults(func=cmd_show)

@@ -116,6 +116,8 @@ class ItemView:
     warnings: list[str]
     code: str
     output_text: str
+    thread: str = ""  # the item's checkpoint thread, when it ran with --checkpoint
+    steps: dict[str, Any] | None = None  # its steps from the store (show --checkpoint), shaped as a trace view
 
 
 @dataclass
@@ -401,6 +403,8 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
             metrics=_pick_metrics(item_scores.get(key)), trace=trace_view(method, md),
             warnings=[str(w) for w in ans.warnings] + ([MISPLACED_EVIDENCE] if misplaced_evidence(rec) else []),
             code=code_label(prov) if prov else "", output_text=rec["output"],
+            thread=str((rec.get("citegraph") or {}).get("usage", {}).get("thread_id") or "")
+            if isinstance(rec.get("citegraph"), dict) and isinstance(rec["citegraph"].get("usage"), dict) else "",
         ))
 
 
@@ -426,8 +430,23 @@ def pair_rows(files: Sequence[FileView]) -> list[Row]:
     return rows
 
 
+def steps_view(store: Any, thread: str) -> dict[str, Any]:
+    """One item's steps from a checkpoint store (:class:`citegraph.run.trace.TraceStore`) as a trace
+    block: each step's nodes, seconds, fields changed and next nodes."""
+    try:
+        steps = store.steps(thread)
+    except InputError as e:
+        return {"summary": "Steps", "blocks": [{"note": str(e)}]}
+    cols = [{"label": label, "title": "", "numeric": label in ("step", "seconds")}
+            for label in ("step", "nodes", "seconds", "fields changed", "next")]
+    rows = [[s.step, s.nodes or ["(input)"], s.seconds, s.changed, s.next or ["(end)"]] for s in steps]
+    return {"summary": f"Steps ({len(steps)}) of thread {thread}",
+            "blocks": [{"table": {"columns": cols, "rows": rows}}]}
+
+
 def build_page(paths: Sequence[str | Path], *, verifier: str | None = "default", top: int = 2,
-               page_size: int = 20, on_scoring: Callable[[str, int], None] | None = None) -> Page:
+               page_size: int = 20, on_scoring: Callable[[str, int], None] | None = None,
+               checkpoint: str | None = None) -> Page:
     """The page model of one output file, or of two side by side. ``verifier=None``: no scoring
     (citations show the answer's evidence only, support unknown). ``on_scoring(file, n_pairs)`` is
     called before a file's verifier pairs are scored (the CLI reports progress with it)."""
@@ -445,9 +464,18 @@ def build_page(paths: Sequence[str | Path], *, verifier: str | None = "default",
         from citegraph.metrics import resolve_verifier
 
         v = resolve_verifier(verifier)
+    store = None
+    if checkpoint:
+        from citegraph.run.trace import TraceStore
+
+        store = TraceStore(checkpoint)
     files = []
     for fv, parsed in read:
         _file_items(fv, parsed, v, top, on_scoring)
+        if store is not None:  # each item's steps, from the store its run wrote (collapsed on the page)
+            for it in fv.items:
+                if it.thread:
+                    it.steps = steps_view(store, it.thread)
         files.append(fv)
     return Page(files=files, rows=pair_rows(files), page_size=page_size, verifier=verifier,
                 threshold=getattr(v, "threshold", None) if v is not None else None, top=top)
