@@ -125,6 +125,9 @@ def scores(model_dir: Path, rows: list[dict], device: str) -> list[float]:
 
 
 def report(rows: list[dict], probs: list[float]) -> dict:
+    """Per set balanced accuracy, TPR/TNR, ROC-AUC, and per minimal-pair category the share right, for
+    picking among variants on the GPU machine, which cannot import citegraph (its dependencies are not
+    there): the benchmark's figures come from ``citegraph.eval.verifier_sets.binary_report`` here."""
     from sklearn.metrics import roc_auc_score
 
     def one(idx):

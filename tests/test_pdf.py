@@ -13,9 +13,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from pdfmaker import paper_pages, write_pdf  # noqa: E402
 
 from citegraph.cli import main  # noqa: E402
-from citegraph.corpus.pdf import from_langchain, page_at, pages_to_doc, read_pdf  # noqa: E402
+from citegraph.corpus.pdf import from_langchain, pages_to_doc, read_pdf  # noqa: E402
 from citegraph.corpus.sources import BadLine, SourceDoc, iter_corpus  # noqa: E402
-from citegraph.state.answer import AttributedAnswer, CitedSentence, Document, Evidence  # noqa: E402
+from citegraph.state.answer import AttributedAnswer, CitedSentence, Document, Evidence, page_of  # noqa: E402
 
 FACTS = ["The Kestrel survey counted 412 nesting pairs in 2019.", "Nesting success was highest on the northern cliffs.",
          "Rats were removed from the island in 2015.", "The colony grew by a third after the rats were removed.",
@@ -52,7 +52,7 @@ def test_pdf_text_is_clean_and_every_page_is_mapped(tmp_path):
     assert [p for p, _, _ in pages] == [1, 2, 3, 4, 5, 6] and doc.metadata["page_count"] == 7
     for (n, a, b), fact in zip(pages, FACTS):
         assert fact in text[a:b], n  # each page's span holds that page's text
-        assert page_at(pages, text.index(fact)) == n
+        assert page_of(pages, text.index(fact)) == n
     assert doc.notes == [f"{tmp_path / 'survey.pdf'}: no text layer on page(s) 7 (scanned?): skipped"]
 
 
@@ -190,7 +190,7 @@ def test_a_real_scanned_document_with_ocr_headers(tmp_path):
     }
     for start, page in checked.items():
         at = doc.text.find(start)
-        assert at >= 0 and page_at(doc.metadata["pages"], at) == page, start
+        assert at >= 0 and page_of(doc.metadata["pages"], at) == page, start
     assert "it became too conspicuous and dangerous for use." in doc.text  # "dan-" + "gerous" joined
     answer = tmp_path / "a.txt"
     answer.write_text("Canister shot was a tin cylinder filled with balls packed with saw-dust.\n")

@@ -14,6 +14,7 @@ after the other; a killed build or add is finished by running it again (see cite
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -111,8 +112,7 @@ def cmd_list(args) -> int:
     docs = list_documents(args.index)
     if args.json:
         for d in docs:
-            print(json.dumps({"id": d.id, "title": d.title, "chunks": d.chunks, "complete": d.complete,
-                              "source": d.source, "pages": d.pages, "added": d.added}, ensure_ascii=False))
+            print(json.dumps(dataclasses.asdict(d), ensure_ascii=False))
         return 0
     for d in docs:
         pages = f"{d.pages} pages" if d.pages else "-"

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from citegraph.errors import InputError
@@ -24,7 +25,7 @@ def cmd_list(args) -> int:
     threads = _store(args).threads()
     if args.json:
         for t in threads:
-            print(json.dumps(t.__dict__, ensure_ascii=False))
+            print(json.dumps(dataclasses.asdict(t), ensure_ascii=False))
         return 0
     for t in threads:
         q = t.question if len(t.question) <= 70 else t.question[:69] + "…"

@@ -36,7 +36,7 @@ def read_passages(path: str | Path, question: str = "", k: int = 0, chunk_tokens
                   embedder: str = "minilm") -> Passages:
     """The passages of the documents under ``path`` (see the module doc); ``k`` 0 keeps them all.
     InputError (one line) when nothing readable is there."""
-    from citegraph.corpus.index import _bm25_tokenize, _chunker, _new_settings
+    from citegraph.corpus.index import _chunker, _new_settings, _Sparse
 
     p = Path(path)
     if not p.exists():
@@ -54,19 +54,17 @@ def read_passages(path: str | Path, question: str = "", k: int = 0, chunk_tokens
     chunker = _chunker(_new_settings(embedder, chunk_tokens, 0, title_in_index=False))
     out: list[Document] = []
     for d in docs:
-        chunks = chunker.chunk(d.id, d.title, d.text, {**d.metadata, "path": d.metadata.get("path") or d.path})
+        meta = {**d.metadata, "path": d.metadata.get("path") or d.path}
+        chunks = chunker.chunk(d.id, d.title, d.text, meta)
         if len(chunks) == 1:
-            out.append(Document(id=d.id, title=d.title, text=d.text,
-                                metadata={**d.metadata, "path": d.metadata.get("path") or d.path}))
+            out.append(Document(id=d.id, title=d.title, text=d.text, metadata=meta))
         else:
             out.extend(c.to_document() for c in chunks)
     if k and len(out) > k and question.strip():
-        import bm25s
-
-        retriever = bm25s.BM25()
-        retriever.index(_bm25_tokenize([f"{x.title}\n{x.text}" for x in out]), show_progress=False)
-        ids, _ = retriever.retrieve(_bm25_tokenize([question]), k=k, show_progress=False)
-        keep = sorted(int(i) for i in ids[0])  # in document order: a passage's neighbours read in sequence
+        rows = [str(i) for i in range(len(out))]
+        hits = _Sparse.build(rows, [f"{x.title}\n{x.text}" for x in out]).search(question, k)  # the index's BM25
+        ranked = [int(r) for r in hits] + [i for i in range(len(out)) if str(i) not in hits]  # no match: in order
+        keep = sorted(ranked[:k])  # in document order: a passage's neighbours read in sequence
         notes.append(f"--docs {path}: {len(out)} passages in {len(docs)} document(s); the question's top {k} by BM25 "
                      "are given to the method")
         out = [out[i] for i in keep]

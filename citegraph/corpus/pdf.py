@@ -20,7 +20,7 @@ does the same for pages read by anything else (a LangChain document loader's pag
   :class:`~citegraph.corpus.sources.BadLine`.
 
 ``metadata["pages"]`` is ``[[page, start, end], ...]``: each page's 1-based number and its character span
-in the document's text (``text[start:end]``); :func:`page_at` finds the page of an offset.
+in the document's text (``text[start:end]``); :func:`citegraph.state.answer.page_of` finds the page of an offset.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from citegraph.corpus.records import BadLine, SourceDoc
-from citegraph.state.answer import page_of
 
 LIGATURES = {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "ft",
              "\ufb06": "st"}
@@ -236,12 +235,6 @@ def from_langchain(documents: Iterable[Any]) -> list[SourceDoc | BadLine]:
     for src, pages in groups.items():
         out.append(pages_to_doc(src, titles[src] or Path(src).stem, sorted(pages), path=src, metadata={"path": src}))
     return out
-
-
-def page_at(pages: Sequence[Sequence[int]], offset: int) -> int | None:
-    """The 1-based page whose span holds character ``offset`` (``pages``: ``[[page, start, end], ...]``
-    sorted by start); an offset between two pages belongs to the earlier one; None without pages."""
-    return page_of([list(p) for p in pages], offset)
 
 
 def pages_within(pages: Sequence[Sequence[int]], start: int, end: int) -> list[list[int]]:

@@ -118,7 +118,9 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
                      max_docs: int = MAX_CITATIONS, candidates: list[list[int]] | None = None,
                      max_evidence: int = 1, verifier_spec: str | None = None,
                      sentences: int = SENTENCE_CANDIDATES, simplify: bool = True) -> AttributedAnswer:
-    """The stage on one answer (``mode`` repair or strict); returns a new answer. ``candidates[i]``
+    """The stage on one answer (``mode`` repair or strict); returns a new answer, its evidence located in
+    the documents (:meth:`AttributedAnswer.with_locations`), and sends one ``sentence_checked`` event per
+    checked sentence. ``candidates[i]``
     limits the documents sentence ``i`` may be re-pointed to (default: all of the answer's).
 
     A document supports a sentence when the verifier says the whole document entails it, or one of
@@ -243,6 +245,7 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
             decided[i] = ([], best.score if best is not None else 0.0, "flagged")
     out_sents: list[CitedSentence] = []
     dropped: list[dict[str, Any]] = []
+    reported: list[tuple[int, int]] = []  # (1-based index in the answer, position in out_sents) of each checked one
     for i, s in enumerate(sents):
         if i not in decided:  # an empty sentence, or no documents at all: nothing to check
             if not n and s.text.strip():
@@ -267,12 +270,13 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
                 # no sentence entails it alone (the document does, as a whole): its two best sentences
                 k = max(1, max_evidence) if ranked[0][0] >= thr else max(2, max_evidence)
                 evidence += [Evidence(doc=c, text=x, score=round(v, 4)) for v, x in ranked[:k]]
-        done = CitedSentence(text=s.text, citations=sorted(cits), evidence=evidence, support=support,
-                             support_score=round(score, 4))
-        out_sents.append(done)
-        emit_checked(i + 1, done, answer.documents)
+        reported.append((i + 1, len(out_sents)))
+        out_sents.append(CitedSentence(text=s.text, citations=sorted(cits), evidence=evidence,
+                                       support=support, support_score=round(score, 4)))
     out = answer.model_copy(update={"sentences": out_sents, "warnings": list(answer.warnings),
-                                    "metadata": dict(answer.metadata)})
+                                    "metadata": dict(answer.metadata)}).with_locations()
+    for index, pos in reported:
+        emit_checked(index, out.sentences[pos])
     counts = out.support_counts()
     changed = sum(r.action in ("simplified", "re-pointed", "added") for r in records)
     flagged = sum(r.support == "unsupported" for r in records)
@@ -289,16 +293,13 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     return out
 
 
-def emit_checked(index: int, s: CitedSentence, documents: Sequence[Document]) -> None:
-    """One ``sentence_checked`` event on the custom stream as soon as a sentence's status is decided:
-    its 1-based index, text, citations, status, score and evidence (with the page where known), so a UI
-    can show "sentence 2: supported by [3]" before the whole answer is done."""
-    evidence = []
-    for e in s.evidence:
-        where = documents[e.doc - 1].locate(e.text) if 1 <= e.doc <= len(documents) else None
-        evidence.append({"doc": e.doc, "text": e.text, "score": e.score, "page": where[2] if where else None})
+def emit_checked(index: int, s: CitedSentence) -> None:
+    """One ``sentence_checked`` event on the custom stream per checked sentence, before the stage
+    returns its answer: its 1-based index, text, citations, status, score and evidence (with its page
+    where known), so a UI can show "sentence 2: supported by [3]" before the whole answer is done."""
     emit("sentence_checked", index=index, text=s.text, citations=list(s.citations), status=s.support,
-         score=s.support_score, evidence=evidence)
+         score=s.support_score, evidence=[{"doc": e.doc, "text": e.text, "score": e.score, "page": e.page}
+                                          for e in s.evidence])
 
 
 def stage_options(ctx: Any) -> dict[str, Any]:
@@ -320,4 +321,4 @@ def attribution(state: Any, runtime: Runtime) -> dict:
     # a graph that retrieved evidence per sentence (cite) limits each sentence to its own candidates
     candidates = getattr(state, "attribution_candidates", None) or None
     return {"answer": attribute_answer(answer, verifier, mode=mode, candidates=candidates, verifier_spec=ctx.verifier,
-                                       **stage_options(ctx)).with_locations()}
+                                       **stage_options(ctx))}

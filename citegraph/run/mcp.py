@@ -30,6 +30,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from citegraph.corpus import open_corpus
 from citegraph.errors import InputError
 
 ModeName = Literal["bm25", "dense", "hybrid", "rrf"]
@@ -151,7 +152,7 @@ class Service:
             raise InputError("text: nothing to attribute (it is empty)")
         knobs: dict[str, Any] = {}
         if index:
-            self._check_index(index)
+            open_corpus(index)  # a missing or unreadable index fails here with one line, as `citegraph cite`
             knobs["corpus"] = index
             if k is not None:
                 knobs["top_k"] = k
@@ -178,7 +179,7 @@ class Service:
             raise InputError("give documents or an index (one of them) to answer from")
         knobs = dict(knobs or {})
         if index:
-            self._check_index(index)
+            open_corpus(index)
             knobs["corpus"] = index
         if self.verifier and "verifier" not in knobs:
             knobs["verifier"] = self.verifier
@@ -217,13 +218,10 @@ class Service:
         return VerifyOut(score=round(score, 4), supported=score >= v.threshold, threshold=v.threshold, verifier=spec)
 
     def search(self, index: str, query: str, k: int = 10, mode: ModeName = "hybrid", alpha: float = 0.5) -> SearchOut:
-        from citegraph.corpus import open_corpus
-
         if not query.strip():
             raise InputError("query is empty")
         if k < 1:
             raise InputError("k must be at least 1")
-        self._check_index(index)
         with self.lock:
             hits = open_corpus(index).search(query, k=k, mode=mode, alpha=alpha)
         return SearchOut(index=index, hits=[HitOut(
@@ -243,13 +241,6 @@ class Service:
         if self.runs_dir is None or not self.runs_dir.is_dir():
             return []
         return sorted(p.name for p in self.runs_dir.glob("*.json") if not p.name.endswith(".score.json"))
-
-    @staticmethod
-    def _check_index(index: str) -> None:
-        from citegraph.corpus.index import is_http_spec
-
-        if not is_http_spec(index) and not (Path(index) / "chroma").is_dir():
-            raise InputError(f"no index at {index} (build one with: citegraph index build)")
 
 
 def build_server(service: Service | None = None):

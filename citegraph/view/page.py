@@ -240,9 +240,14 @@ def _pick_metrics(d: dict | None) -> dict[str, float] | None:
     return out or None
 
 
-def _usage(rec: dict) -> dict[str, Any]:
+def _raw_usage(rec: dict) -> dict[str, Any]:
+    """A record's ``citegraph.usage`` as written ({} when absent or malformed)."""
     cg = rec.get("citegraph") if isinstance(rec.get("citegraph"), dict) else {}
-    u = cg.get("usage") if isinstance(cg.get("usage"), dict) else {}
+    return cg.get("usage") if isinstance(cg.get("usage"), dict) else {}
+
+
+def _usage(rec: dict) -> dict[str, Any]:
+    u = _raw_usage(rec)
     out: dict[str, Any] = {}
     for k in COST_KEYS:
         v = u.get(k)
@@ -403,8 +408,7 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
             metrics=_pick_metrics(item_scores.get(key)), trace=trace_view(method, md),
             warnings=[str(w) for w in ans.warnings] + ([MISPLACED_EVIDENCE] if misplaced_evidence(rec) else []),
             code=code_label(prov) if prov else "", output_text=rec["output"],
-            thread=str((rec.get("citegraph") or {}).get("usage", {}).get("thread_id") or "")
-            if isinstance(rec.get("citegraph"), dict) and isinstance(rec["citegraph"].get("usage"), dict) else "",
+            thread=str(_raw_usage(rec).get("thread_id") or ""),
         ))
 
 
