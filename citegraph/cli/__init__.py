@@ -23,7 +23,7 @@ import os
 import sys
 from typing import Sequence
 
-from citegraph.cli.common import EXIT_INPUT, EXIT_MODEL, apply_failure_args, parse_set, print_answer
+from citegraph.cli.common import EXIT_INPUT, EXIT_MODEL, apply_failure_args, apply_trace_arg, parse_set, print_answer
 from citegraph.errors import InputError, ModelError
 
 __all__ = ["main", "build_parser", "parse_set", "print_answer", "EXIT_INPUT", "EXIT_MODEL"]
@@ -69,8 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     parser = build_parser()
     args = parser.parse_args(argv)
+    traced = False
     try:
         apply_failure_args(args)  # --retries/--timeout for this command only (main() may be called in-process)
+        traced = apply_trace_arg(args)  # --trace URL: spans to a collector until the command ends
         return int(args.func(args) or 0)
     except InputError as e:
         print(f"citegraph: error: {e}", file=sys.stderr)
@@ -87,3 +89,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from citegraph.tools import failures
 
         failures.reset_policy()
+        if traced:
+            _stop_tracing()
+
+
+def _stop_tracing() -> None:
+    from citegraph.tools import tracing
+
+    where, lost = tracing.endpoint(), tracing.flush()
+    if lost:
+        print(f"citegraph: warning: {lost} trace spans did not reach {where}", file=sys.stderr)
+    tracing.disable()

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 import time
 
-from citegraph.cli.common import (add_checkpoint_arg, add_model_args, context_from_args, docs_arg, open_checkpoint_arg,
-                                  print_answer)
+from citegraph.cli.common import (add_checkpoint_arg, add_model_args, add_trace_arg, context_from_args, docs_arg,
+                                  open_checkpoint_arg, print_answer)
 from citegraph.errors import InputError
 
 
@@ -222,4 +222,5 @@ def register(sub) -> None:
                         "an existing file is never overwritten")
     add_model_args(p)
     add_checkpoint_arg(p)
+    add_trace_arg(p)
     p.set_defaults(func=cmd_ask)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import (add_checkpoint_arg, add_failure_args, add_preset_arg, add_workers_args, concurrency_note, open_checkpoint_arg,
-                                  parse_set, workers_args)
+from citegraph.cli.common import (add_checkpoint_arg, add_failure_args, add_preset_arg, add_trace_arg, add_workers_args,
+                                  concurrency_note, open_checkpoint_arg, parse_set, workers_args)
 from citegraph.errors import InputError
 
 
@@ -74,5 +74,6 @@ def register(subparsers) -> None:
                    help=f"{', '.join(answer_methods())}: the item field holding the answer to attribute (e.g. output)")
     add_failure_args(p)
     add_checkpoint_arg(p)
+    add_trace_arg(p)
     add_workers_args(p)
     p.set_defaults(func=cmd_bench)

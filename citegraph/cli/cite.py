@@ -16,7 +16,7 @@ import json
 import sys
 import time
 
-from citegraph.cli.common import add_failure_args, context_from_args, docs_arg, print_answer
+from citegraph.cli.common import add_failure_args, add_trace_arg, context_from_args, docs_arg, print_answer
 from citegraph.errors import InputError
 
 
@@ -96,4 +96,5 @@ def register(sub) -> None:
     p.add_argument("--verifier", help="verifier spec (default 'default')")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a knob of cite (repeatable)")
     add_failure_args(p)
+    add_trace_arg(p)
     p.set_defaults(func=cmd_cite)

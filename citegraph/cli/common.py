@@ -52,6 +52,24 @@ def add_failure_args(p: argparse.ArgumentParser) -> None:
                    help="seconds one call to a model endpoint may take; default 60, or CITEGRAPH_TIMEOUT")
 
 
+def add_trace_arg(p: argparse.ArgumentParser) -> None:
+    """``--trace URL``: OpenTelemetry spans of the run to an OTLP collector (citegraph.tools.tracing)."""
+    p.add_argument("--trace", metavar="URL", default=None,
+                   help="send OpenTelemetry traces (OpenInference conventions) to this OTLP/HTTP collector, "
+                        "e.g. a local Phoenix at http://127.0.0.1:6006 (docs/operations.md#traces); or CITEGRAPH_TRACE")
+
+
+def apply_trace_arg(args) -> bool:
+    """Turn tracing on for ``--trace`` (or CITEGRAPH_TRACE); True when this command turned it on."""
+    from citegraph.tools import tracing
+
+    url = getattr(args, "trace", None)
+    if url:
+        tracing.enable(url)
+        return True
+    return tracing.enable_from_env() is not None if hasattr(args, "trace") else False
+
+
 def apply_failure_args(args) -> None:
     retries, timeout = getattr(args, "retries", None), getattr(args, "timeout", None)
     if retries is not None and retries < 0:

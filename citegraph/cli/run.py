@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from citegraph.cli.common import (add_checkpoint_arg, add_model_args, add_workers_args, concurrency_note, context_from_args,
-                                  open_checkpoint_arg, preset_args, run_summary_line, workers_args)
+from citegraph.cli.common import (add_checkpoint_arg, add_model_args, add_trace_arg, add_workers_args, concurrency_note,
+                                  context_from_args, open_checkpoint_arg, preset_args, run_summary_line, workers_args)
 from citegraph.errors import InputError
 
 
@@ -86,5 +86,6 @@ def register(sub) -> None:
                    help=f"{', '.join(answer_methods())}: the item field holding the answer to attribute (e.g. output)")
     add_model_args(p)
     add_checkpoint_arg(p)
+    add_trace_arg(p)
     add_workers_args(p)
     p.set_defaults(func=cmd_run)

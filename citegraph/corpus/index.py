@@ -70,6 +70,7 @@ from citegraph.corpus.retrievers import CorpusRetriever
 from citegraph.corpus.sources import BadLine, SourceDoc, iter_corpus, record_to_doc
 from citegraph.errors import InputError
 from citegraph.state.base import RETRIEVAL_MODES
+from citegraph.tools import tracing
 from citegraph.tools.progress import emit
 
 FORMAT = 1
@@ -466,13 +467,22 @@ class Corpus:
             raise InputError(f"alpha must be between 0 and 1, got {alpha}")
         if k <= 0 or not query.strip():
             return []
+        if not tracing.enabled():
+            return self._search(query, k, mode, float(alpha), candidates)
+        with tracing.span("index search", "RETRIEVER") as s:  # under the node that searched
+            hits = self._search(query, k, mode, float(alpha), candidates)
+            tracing.set_attributes(s, tracing.retrieval_attributes(query, hits, mode, k))
+            return hits
+
+    def _search(self, query: str, k: int, mode: str, alpha: float, candidates: int | None) -> list[Hit]:
         n = max(k, candidates or self.candidates)
         sparse, dense = self.candidates_for(query, k if mode in ("bm25", "dense") else n,
                                             sparse=mode != "dense", dense=mode != "bm25")
-        ranked = rank(sparse, dense, mode, float(alpha))[:k]
+        ranked = rank(sparse, dense, mode, alpha)[:k]
         chunks = {c.id: c for c in self.get([i for i, _ in ranked])}
-        return [Hit(chunk=chunks[i], score=s, dense_score=dense.get(i), sparse_score=sparse.get(i), rank=r)
+        hits = [Hit(chunk=chunks[i], score=s, dense_score=dense.get(i), sparse_score=sparse.get(i), rank=r)
                 for r, (i, s) in enumerate(((i, s) for i, s in ranked if i in chunks), 1)]
+        return hits
 
     def as_retriever(self, k: int = 5, mode: str = "hybrid", alpha: float = 0.5):
         """A LangChain ``BaseRetriever`` over this index (documents carry the chunk provenance)."""

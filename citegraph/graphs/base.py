@@ -34,6 +34,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from citegraph.errors import InputError, ModelError, NodeError
+from citegraph.tools import tracing
 
 _PASS_THROUGH = (InputError, ModelError, NodeError, GraphBubbleUp)
 RUN_CONTEXT = "run_context"  # the state field of citegraph.state.base.RunContextState
@@ -293,6 +294,7 @@ class MethodGraph(StateGraph):
         return super().add_node(node, action, **kwargs)
 
     def compile(self, *args: Any, **kwargs: Any) -> MethodCompiledGraph:  # type: ignore[override]
+        tracing.enable_from_env()  # CITEGRAPH_TRACE=URL: an app's switch for OpenTelemetry traces
         compiled = super().compile(*args, **kwargs)
         # the very object LangGraph's compile built, with every attribute it set (nothing rebuilt from
         # its __dict__, which lost the v2 output mappers set after construction); only its class

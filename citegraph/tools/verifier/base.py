@@ -10,6 +10,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
+from citegraph.tools import tracing
 from citegraph.tools.progress import emit
 from citegraph.tools.usage import record_verifier
 
@@ -65,6 +66,16 @@ class Verifier:
         pairs = [(str(p), str(h)) for p, h in pairs]
         if not pairs:
             return []
+        if not tracing.enabled():
+            return self._score(pairs)
+        with tracing.span("verifier", "EVALUATOR") as s:
+            hits_before = self.stats.cache_hits
+            scores = self._score(pairs)
+            tracing.set_attributes(s, tracing.verifier_attributes(self.spec, pairs, scores,
+                                                                  self.stats.cache_hits - hits_before))
+            return scores
+
+    def _score(self, pairs: list[Pair]) -> list[float]:
         with self._lock:
             todo: list[Pair] = []
             seen: set[Pair] = set()
