@@ -80,7 +80,7 @@ def cmd_formats(a) -> None:
 
 def cmd_clustering(a) -> None:
     """Time BERTopic / LSA on N 'nuggets' (sentences of ELI5 documents stand in for them)."""
-    from citegraph.tools.clustering import cluster_texts
+    from citegraph.nodes.ginger.clustering import cluster_texts
     from citegraph.tools.embeddings import embed
     from citegraph.tools.sentences import split_sentences
 

@@ -68,7 +68,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from citegraph.tools.graph_cluster import GraphSettings, cluster_embeddings, train_gae
+    from citegraph.nodes.odmds.graph_cluster import GraphSettings, cluster_embeddings, train_gae
 
     torch.set_num_threads(args.threads)
     base = peak_rss_mib()

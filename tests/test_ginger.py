@@ -136,7 +136,7 @@ def test_bertopic_runs_offline_on_given_embeddings(monkeypatch):
         raise AssertionError("BERTopic tried to load a sentence-transformers model")
 
     monkeypatch.setattr(sentence_transformers.SentenceTransformer, "__init__", refuse)
-    from citegraph.tools.clustering import cluster_texts
+    from citegraph.nodes.ginger.clustering import cluster_texts
 
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=8), rng.normal(size=8)
@@ -147,7 +147,7 @@ def test_bertopic_runs_offline_on_given_embeddings(monkeypatch):
 
 
 def test_lsa_clusters_by_words():
-    from citegraph.tools.clustering import cluster_texts
+    from citegraph.nodes.ginger.clustering import cluster_texts
 
     texts = ["cats purr softly", "cats purr loudly", "cats purr often", "dogs bark loudly", "dogs bark often", "dogs bark softly"]
     res = cluster_texts(texts, method="lsa")
@@ -155,7 +155,7 @@ def test_lsa_clusters_by_words():
 
 
 def test_noise_is_kept_as_one_cluster():
-    from citegraph.tools.clustering import _group
+    from citegraph.nodes.ginger.clustering import _group
 
     clusters, outliers = _group([0, -1, 1, 0, -1])
     assert clusters == [[0, 3], [1, 4], [2]] and outliers == [1, 4]
@@ -203,7 +203,7 @@ def test_size_and_bm25_rankers_order_the_clusters():
     assert out["order"] == [1, 2, 0]  # the released code's effective order: largest first
     out = rank(st, Runtime(context=make_context("ginger", ranker="bm25")))
     assert out["order"][0] == 2  # the question is about birds
-    from citegraph.tools.ranking import sym_sum
+    from citegraph.nodes.ginger.ranking import sym_sum
 
     assert sym_sum(2, {(0, 1): 0.8, (1, 0): 0.3}) == pytest.approx([1.5, 0.5])
 
@@ -222,7 +222,7 @@ def test_pairwise_cap_compares_the_largest_and_appends_the_rest(scripted):
 
 
 def test_bm25_ranker_uses_the_question():
-    from citegraph.tools.ranking import bm25_scores
+    from citegraph.nodes.ginger.ranking import bm25_scores
 
     s = bm25_scores("why do birds sing", ["cats purr", "birds sing at dawn", "dogs bark"])
     assert max(range(3), key=lambda i: s[i]) == 1

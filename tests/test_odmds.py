@@ -11,7 +11,7 @@ import pytest
 
 from citegraph.errors import InputError
 from citegraph.state import Document
-from citegraph.tools.graph_cluster import (
+from citegraph.nodes.odmds.graph_cluster import (
     ChunkRecord, GraphSettings, build_edges, cluster_chunks, cluster_embeddings, cluster_rerank, feature_dim,
     make_encoder, node_features, train_gae,
 )

@@ -148,7 +148,7 @@ def detect(task: NuggetTask, runtime: Runtime[GingerContext]) -> dict:
 # --------------------------------------------------------------------------- clustering
 def cluster(state: GingerState, runtime: Runtime[GingerContext]) -> dict:
     """Facet clusters of the nuggets (BERTopic on our MiniLM embeddings, or LSA); noise is one cluster."""
-    from citegraph.tools.clustering import cluster_texts
+    from citegraph.nodes.ginger.clustering import cluster_texts
 
     ctx = runtime.context
     nuggets = ordered_nuggets(state.nuggets)
@@ -186,7 +186,7 @@ def cluster_text(c: Cluster, nuggets: list[Nugget]) -> str:
 def rank(state: GingerState, runtime: Runtime[GingerContext]) -> dict:
     """Order the clusters: pairwise preferences summed over all ordered pairs (llm / duot5), or
     pointwise bm25 / size. Ties go to the larger cluster, then the earlier one."""
-    from citegraph.tools.ranking import bm25_scores, get_duot5, pairwise_preferences, sym_sum
+    from citegraph.nodes.ginger.ranking import bm25_scores, get_duot5, pairwise_preferences, sym_sum
 
     ctx = runtime.context
     clusters = list(state.clusters)

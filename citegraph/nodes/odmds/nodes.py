@@ -25,7 +25,7 @@ from citegraph.prompts.odmds import (
 from citegraph.state.odmds import (
     Candidate, ChunkNote, ChunkTask, ClusterTask, ClusterTopic, OdmdsContext, OdmdsState, Routing,
 )
-from citegraph.tools.graph_cluster import GraphSettings, cluster_chunks, cluster_key, cluster_rerank
+from citegraph.nodes.odmds.graph_cluster import GraphSettings, cluster_chunks, cluster_key, cluster_rerank
 from citegraph.tools.models import chat_text, structured
 
 _lock = threading.Lock()
