@@ -12,7 +12,7 @@ LAYER = {"errors": 0, "state": 0, "examples": 0, "prompts": 1, "tools": 2, "corp
          "nodes": 3, "graphs": 4, "run": 5, "eval": 6, "view": 7, "cli": 8}
 # the known exceptions, each a type the state holds: AttributedAnswer.from_text parses [n] citations;
 # GenerationPrograms' state keeps the parsed ProgramTree
-ALLOWED = {("state/answer.py", "citegraph.tools.citations"), ("state/genprog.py", "citegraph.tools.program")}
+ALLOWED = {("state/answer.py", "citegraph.tools.citations")}
 
 
 def imports_up() -> list[tuple[str, str]]:
@@ -61,3 +61,19 @@ def test_production_code_never_imports_the_test_doubles():
     sits beside tools/ and imports from it, and no module of the package imports it."""
     assert importers_of("citegraph.testing") == []
     assert "testing.py" in importers_of("citegraph.tools.models")  # the walk sees its imports
+
+
+def test_tools_hold_nothing_that_only_one_method_uses():
+    """``tools/`` is for what any method may call: a module there imported only by one method's
+    ``nodes/<method>/`` package belongs in that package."""
+    single = {}
+    for f in sorted((ROOT / "tools").rglob("*.py")):
+        rel = f.relative_to(ROOT).with_suffix("")
+        module = "citegraph." + ".".join(p for p in rel.parts if p != "__init__")
+        users = {u for u in importers_of(module) if not u.startswith("tools/")}
+        # a method's package is nodes/<method>/; nodes/*.py (the shared stages) count as every method's
+        rooms = {"/".join(u.split("/")[:2]) if u.startswith("nodes/") and u.count("/") >= 2 else u.split("/")[0]
+                 for u in users}
+        if len(rooms) == 1 and next(iter(rooms)).startswith("nodes/"):
+            single[module] = sorted(users)
+    assert single == {}

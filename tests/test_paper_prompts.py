@@ -346,7 +346,7 @@ def test_fusion_split_pieces_do_not_inherit_the_planners_instruction(scripted):
 
 
 def test_fusion_split_drops_a_wrapping_calls_instruction_too():
-    from citegraph.tools.program import cap_fusion, parse_program
+    from citegraph.nodes.genprog.program import cap_fusion, parse_program
 
     ids = {f"S{i}" for i in range(1, 10)}
     parsed = parse_program('- compression(fusion(S1, S2, S3, S4, instruction="All four."), instruction="Keep 1889.")\n'
@@ -368,7 +368,7 @@ def test_fusion_cap_cut_mode_and_off(scripted):
 
 
 def test_fusion_cap_on_nested_and_small_fusions(scripted):
-    from citegraph.tools.program import cap_fusion, parse_program
+    from citegraph.nodes.genprog.program import cap_fusion, parse_program
 
     ids = {f"S{i}" for i in range(1, 10)}
     parsed = parse_program("- fusion(S1, S2)\n- compression(fusion(S1, S2, S3, S4))\n"

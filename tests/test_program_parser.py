@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citegraph.tools.program import (
+from citegraph.nodes.genprog.program import (
     MAX_ARGS, MAX_DEPTH, Call, ErrorKind, ParsedProgram, ProgramError, depth, leaf_ids, parse_program, post_order,
 )
 

@@ -120,7 +120,7 @@ def build_graph(name: str, checkpointer=None):
 
 def state_types() -> set[tuple[str, str]]:
     """(module, name) of every class defined in the ``citegraph.state`` modules and of every citegraph
-    class their annotations reach (e.g. ``tools.program.ProgramTree``, a parsed program a method's state holds):
+    class their annotations reach (e.g. ``state.program.ProgramTree``, a parsed program a method's state holds):
     what a checkpoint of any method may hold beside LangGraph's own safe types."""
     import inspect
     import pkgutil

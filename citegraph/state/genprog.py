@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob
-from citegraph.tools.program import FUSION_CAP_MODES, ProgramError, ProgramTree
+from citegraph.state.program import FUSION_CAP_MODES, ProgramError, ProgramTree
 
 
 QFS_MODES = ("none", "extractive", "abstractive", "extract_then_generate")

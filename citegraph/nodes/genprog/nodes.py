@@ -15,7 +15,7 @@ from citegraph.state.genprog import (
 )
 from citegraph.tools.models import chat_text
 from citegraph.tools.progress import emit
-from citegraph.tools.program import (
+from citegraph.nodes.genprog.program import (
     LLM_MODULES, ParsedProgram, ProgramError, SentenceRef, cap_fusion, leaf_ids, parse_program, post_order,
 )
 

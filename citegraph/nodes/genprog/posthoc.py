@@ -11,7 +11,7 @@ from citegraph.nodes.genprog.sources import prepare
 from citegraph.prompts import genprog as P
 from citegraph.state import AttributedAnswer, CitedSentence
 from citegraph.state.genprog import GenProgPosthocContext, GenProgPosthocState, trace_summary
-from citegraph.tools.program import Call, ParsedProgram, ProgramError, ProgramTree, parse_program
+from citegraph.nodes.genprog.program import Call, ParsedProgram, ProgramError, ProgramTree, parse_program
 from citegraph.tools.sentences import split_sentences
 
 

@@ -15,6 +15,8 @@ whitelist (attribute access, lambdas, comprehensions, subscripts, ``**kwargs`` �
 :class:`ProgramError`. Depth, size and line length are bounded *before* parsing, so hostile nesting
 yields an error instead of a ``RecursionError``.
 
+The trees it builds are the state's types (:mod:`citegraph.state.program`, re-exported here).
+
 Common malformations are repaired first: code fences, a leading ``python`` line, bullets and
 markdown bold, a trailing period or comma, unbalanced parentheses, and the
 ``f(x)), instruction=...`` slip. Invalid bullets are dropped, each with a recorded error.
@@ -24,9 +26,8 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Annotated, Literal, Union
-
-from pydantic import BaseModel, ConfigDict, Field
+from citegraph.state.program import (FUSION_CAP_MODES, Call, ErrorKind, Node, ParsedProgram, ProgramError,  # noqa: F401
+                                     ProgramTree, SentenceRef, depth, leaf_ids, post_order, render_node)
 
 #: function name -> (min positional args, max positional args or None)
 FUNCTIONS: dict[str, tuple[int, int | None]] = {
@@ -53,94 +54,7 @@ MAX_LINE_CHARS = 4000
 MAX_TREES = 64
 MAX_INSTRUCTION_CHARS = 1000
 
-ErrorKind = Literal[
-    "empty",  # no program text at all
-    "not_a_call",  # a line that is not a module call (prose, assignment, tuple, …)
-    "syntax",  # not parseable even after repairs
-    "unknown_function",  # a call to anything but the four modules (or a non-name callee)
-    "arity",  # wrong number of positional arguments
-    "bad_keyword",  # a keyword other than instruction=, or **kwargs
-    "bad_instruction",  # instruction that is not a string constant (or too long)
-    "bad_argument",  # an argument that is neither an id nor a call (attribute, lambda, …)
-    "unknown_id",  # a sentence id that does not exist
-    "too_deep",  # nesting beyond MAX_DEPTH
-    "too_large",  # too many nodes / arguments / characters / trees
-    "truncated",  # a valid tree beyond the answer-length cap (max_answer_sentences)
-    "fusion_split",  # a fusion of more than max_fusion_inputs sentences, split into several bullets (kept)
-    "fusion_cut",  # a nested fusion of more than max_fusion_inputs inputs, cut to its first ones (kept)
-]
-
 _ID = re.compile(r"^[Ss](\d{1,7})$")
-
-
-class SentenceRef(BaseModel):
-    """A leaf: a source sentence by its global id (``S12``)."""
-
-    model_config = ConfigDict(frozen=True)
-    kind: Literal["ref"] = "ref"
-    id: str
-
-    def render(self) -> str:
-        return self.id
-
-
-class Call(BaseModel):
-    """A module call: ``fn(*args, instruction=...)``."""
-
-    model_config = ConfigDict(frozen=True)
-    kind: Literal["call"] = "call"
-    fn: str
-    args: list[Annotated[Union["Call", SentenceRef], Field(discriminator="kind")]]
-    instruction: str | None = None
-
-    def render(self) -> str:
-        parts = [a.render() for a in self.args]
-        if self.instruction is not None:
-            parts.append(f"instruction={self.instruction!r}")
-        return f"{self.fn}({', '.join(parts)})"
-
-
-Node = Annotated[Union[Call, SentenceRef], Field(discriminator="kind")]
-Call.model_rebuild()
-
-
-class ProgramError(BaseModel):
-    """A typed, recorded reason why a program line was dropped (or, for ``fusion_split`` /
-    ``fusion_cut``, changed before it ran)."""
-
-    kind: ErrorKind
-    message: str
-    line: int = Field(description="1-based line number in the program text (0: whole program).")
-    text: str = Field(default="", description="The offending line (truncated).")
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.kind}: {self.message}"
-
-
-class ProgramTree(BaseModel):
-    """One parsed bullet: the root call, where it came from, and whether it needed repair."""
-
-    line: int
-    source: str
-    root: Node
-    repaired: bool = False
-    item: int = Field(default=0, description="1-based position among the program's bullets (a bare '-' counts: a "
-                      "sentence without a program); fences, blank lines and prose do not count.")
-
-    def leaves(self) -> list[str]:
-        return leaf_ids(self.root)
-
-    def render(self) -> str:
-        return render_node(self.root)
-
-
-class ParsedProgram(BaseModel):
-    trees: list[ProgramTree] = Field(default_factory=list)
-    errors: list[ProgramError] = Field(default_factory=list)
-
-    def render(self) -> str:
-        """The valid part of the program, one bullet per tree (re-parseable)."""
-        return "\n".join(f"- {t.render()}" for t in self.trees)
 
 
 class _Invalid(Exception):
@@ -150,53 +64,7 @@ class _Invalid(Exception):
         self.message = message
 
 
-# ----------------------------------------------------------------------------- tree helpers
-def render_node(node: Call | SentenceRef) -> str:
-    return node.render()
-
-
-def leaf_ids(node: Call | SentenceRef) -> list[str]:
-    """Sentence ids of the leaves, left to right, deduplicated (iterative: no recursion limit)."""
-    out: list[str] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, SentenceRef):
-            if n.id not in out:
-                out.append(n.id)
-        else:
-            stack.extend(reversed(n.args))
-    return out
-
-
-def post_order(node: Call | SentenceRef) -> list[tuple[str, Call | SentenceRef]]:
-    """``(path, node)`` in post-order (children before parents); path like ``"0.1"``."""
-    out: list[tuple[str, Call | SentenceRef]] = []
-    stack: list[tuple[str, Call | SentenceRef, bool]] = [("0", node, False)]
-    while stack:
-        path, n, expanded = stack.pop()
-        if isinstance(n, SentenceRef) or expanded:
-            out.append((path, n))
-            continue
-        stack.append((path, n, True))
-        for i in reversed(range(len(n.args))):
-            stack.append((f"{path}.{i}", n.args[i], False))
-    return out
-
-
-def depth(node: Call | SentenceRef) -> int:
-    best, stack = 0, [(node, 1)]
-    while stack:
-        n, d = stack.pop()
-        if isinstance(n, Call):
-            best = max(best, d)
-            stack.extend((a, d + 1) for a in n.args)
-    return best
-
-
 # ----------------------------------------------------------------------------- fusion arity cap
-FUSION_CAP_MODES = ("split", "cut")
-
 
 def _groups(args: list, k: int) -> list[list]:
     """``args`` in consecutive groups of at most ``k``, as even in size as possible."""
