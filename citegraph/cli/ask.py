@@ -163,22 +163,15 @@ def _save(path: str, method: str, item, ans, usage: dict, ctx) -> None:
     """The answer as a one-item output file of ``citegraph run``'s format (what ``show``, ``eval``
     read), written atomically."""
     import dataclasses
-    import os
 
-    from citegraph.run.runner import make_record
+    from citegraph.run.output import make_record, write_output
 
     item.raw = {"id": item.id, "question": item.question, **(item.raw or {}),
                 "docs": [d.model_dump(mode="json") for d in item.documents]}
-    rec = make_record(item, ans, usage)
     ctx_dict = json.loads(json.dumps(dataclasses.asdict(ctx), default=str))
-    out = Path(path)
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     try:
-        tmp.write_text(json.dumps({"args": {"method": method, "context": ctx_dict, "command": "ask"}, "data": [rec]},
-                                  ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, out)
+        write_output(path, {"method": method, "context": ctx_dict, "command": "ask"}, [make_record(item, ans, usage)])
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         raise InputError(f"--save {path}: cannot write it ({e.strerror or e})") from None
 
 

@@ -371,7 +371,7 @@ def evaluate_output_file(path: str | Path, *, judge: str | None = None, nuggets_
     ``nuggets_file`` (by item id), else the item's ``claims_key`` list as vital nuggets (ELI5 ``claims``),
     else created from the item's documents. Finished items are journalled (re-running resumes).
     ``judge`` defaults to ``$CITEGRAPH_JUDGE`` (else ``$CITEGRAPH_LLM``, else ``local``)."""
-    from citegraph.eval.scoring import read_output_file
+    from citegraph.run.output import read_output_file
     from citegraph.state.base import default_judge
 
     judge = judge or default_judge()

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from citegraph import metrics as M
 from citegraph.errors import InputError
-from citegraph.run.datasets import json_loads
+from citegraph.run.output import read_output_file  # the output file has one reader (run.output)
 from citegraph.state.answer import AttributedAnswer, Document
 
 DATASETS = ("asqa", "eli5", "qampari", "generic")
@@ -37,52 +37,6 @@ DERIVED = {"citation_f1": ("citation_rec", "citation_prec"), "raac_f1": ("raac_r
 
 
 # --------------------------------------------------------------------------- reading
-def read_output_file(path: str | Path) -> tuple[dict, list[dict]]:
-    """``(args, records)`` of an output file: ``{"args"?, "data": [...]}`` or a bare list. A run
-    still going (or killed) keeps its finished items in ``<file>.partial.jsonl``: they are read
-    too (the JSON file is written when the run ends)."""
-    p = Path(path)
-    journal = p.with_name(p.name + ".partial.jsonl")
-    if not p.is_file() and not journal.is_file():
-        raise InputError(f"output file not found: {p}")
-    data: Any = {"data": []}
-    if p.is_file():
-        try:
-            text = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise InputError(f"{p}: not UTF-8 text") from None
-        data = json_loads(text, str(p))  # invalid JSON, huge numbers, deep nesting: one line
-    if journal.is_file() and isinstance(data, dict) and isinstance(data.get("data"), list):
-        data = {**data, "data": _merge_journal(data["data"], journal)}
-    args: dict = {}
-    if isinstance(data, dict):
-        args = data.get("args") if isinstance(data.get("args"), dict) else {}
-        data = data.get("data")
-    if not isinstance(data, list) or not data:
-        raise InputError(f"{p}: expected {{'data': [...]}} (ALCE/citegraph output) with at least one item")
-    for n, rec in enumerate(data, 1):
-        if not isinstance(rec, dict):
-            raise InputError(f"{p}: item {n} is not an object")
-        if not isinstance(rec.get("output"), str):
-            raise InputError(f"{p}: item {n} has no 'output' text (is this a dataset rather than an output file?)")
-    return args, data
-
-
-def _merge_journal(records: list, journal: Path) -> list:
-    """``records`` with the journal's finished items (by item id; the journal's copy wins, a line cut
-    by a kill is skipped)."""
-    by_id: dict[Any, Any] = {}
-    for n, rec in enumerate(records):
-        by_id[((rec.get("citegraph") or {}).get("item_id") if isinstance(rec, dict) else None) or f"#{n}"] = rec
-    for line in journal.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            rec = json.loads(line)
-            by_id[rec["citegraph"]["item_id"]] = rec
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue
-    return list(by_id.values())
-
-
 def infer_dataset(records: Sequence[dict]) -> str:
     r = records[0]
     if r.get("qa_pairs"):

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from citegraph.errors import InputError
-from citegraph.eval.scoring import MISPLACED_EVIDENCE, _documents, misplaced_evidence, read_output_file, score_path, structured_answer
+from citegraph.eval.scoring import MISPLACED_EVIDENCE, _documents, misplaced_evidence, score_path, structured_answer
+from citegraph.run.output import read_output_file
 from citegraph.metrics import alce_citation_job, alce_doc, run_jobs
 from citegraph.run.provenance import code_label
 from citegraph.state.answer import AttributedAnswer, Document
