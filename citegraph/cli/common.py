@@ -123,14 +123,19 @@ def concurrency_note(llm: str | None, concurrency: int) -> str | None:
     call at a time, the line to print that says how to decode them together instead."""
     import os
 
+    from citegraph.tools.models import parse_chat_spec, want_server_slots
+
     if concurrency <= 1:
         return None
-    spec = (llm or os.environ.get("CITEGRAPH_LLM") or "local").strip()
-    if spec.startswith("server:"):
-        os.environ.setdefault("CITEGRAPH_SERVER_SLOTS", str(min(concurrency, 64)))
+    try:
+        spec = parse_chat_spec(llm or os.environ.get("CITEGRAPH_LLM"), InputError)
+    except InputError:
+        return None  # a registered name, or a bad spec the run itself reports
+    if spec.kind == "server":
+        want_server_slots(concurrency)
         return None
-    if spec in ("local", "local-small") or spec.startswith(("llamacpp:", "gguf:")):
-        return (f"note: {spec} runs one call at a time in this process; --llm server:{spec.partition(':')[2] or spec} "
+    if spec.in_process:
+        return (f"note: {spec.text} runs one call at a time in this process; --llm server:{spec.arg} "
                 f"decodes {concurrency} items' calls together (llama-server, built by make)")
     return None
 

@@ -28,12 +28,15 @@ from citegraph.tools.models.server import LlamaServer, LlamaServerChat, running_
 from citegraph.tools.models.registry import (
     CHAT_SPECS,
     DEFAULT_CONTEXT_WINDOW,
+    ChatSpec,
     check_chat_spec,
     context_window,
     get_chat_model,
+    parse_chat_spec,
     register_chat_model,
     reset_local_models,
     token_counter,
+    want_server_slots,
 )
 from citegraph.tools.models.calls import TRUNCATED, Reply, chat_reply, chat_text
 from citegraph.tools.models.structured import StructuredOutputError, extract_json, structured
@@ -49,9 +52,10 @@ from citegraph.tools.models.cited import (
 
 __all__ = [
     "CHAT_SPECS", "DEFAULT_CONTEXT_WINDOW", "LOAD_TIMES", "TRUNCATED",
-    "CitedReply", "LlamaCppChat", "LlamaServer", "LlamaServerChat", "LocalChatModel", "Messages", "NoLogprobsError", "Reply", "StructuredOutputError",
+    "ChatSpec", "CitedReply", "LlamaCppChat", "LlamaServer", "LlamaServerChat", "LocalChatModel", "Messages", "NoLogprobsError", "Reply", "StructuredOutputError",
     "as_messages", "chat_reply", "chat_text", "check_chat_spec", "citation_grammar", "citation_schema",
-    "cited_sentences", "context_window", "extract_json", "get_chat_model", "register_chat_model",
+    "cited_sentences", "context_window", "extract_json", "get_chat_model", "parse_chat_spec", "register_chat_model",
     "reset_local_models", "sentences_from_json", "sentences_from_text", "structured", "token_counter",
     "yes_no_log_odds", "yes_probability", "judge_many", "judge_workers", "running_servers", "stop_servers",
+    "want_server_slots",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
@@ -46,6 +46,49 @@ CHAT_SPECS = ("local, local-small, llamacpp:<path>, server:<local|local-small|pa
               "openai:<model>, init:<provider>:<model> (LangChain's init_chat_model: anthropic, ollama, "
               "bedrock, azure_openai, ...), or a name given to register_chat_model")
 
+class ChatSpec(NamedTuple):
+    """A chat-model spec string taken apart (:func:`parse_chat_spec`, the grammar's one reader).
+
+    ``kind``: ``embedded`` (``local``/``local-small``; ``arg`` is that name), ``llamacpp`` (a GGUF
+    path), ``server`` (llama-server for ``arg``: ``local``, ``local-small`` or a GGUF path), ``openai``
+    (a model name), ``init`` (``provider:model`` for LangChain's ``init_chat_model``), ``fake`` /
+    ``object`` (names that only a registration or a held model object gives meaning)."""
+
+    kind: str
+    arg: str
+    text: str
+
+    @property
+    def in_process(self) -> bool:
+        """A llama.cpp model evaluated in this process (one call at a time)."""
+        return self.kind in ("embedded", "llamacpp")
+
+
+_NEEDS = {"llamacpp": "llamacpp spec needs a path: llamacpp:/path/model.gguf",
+          "openai": "openai spec needs a model name: openai:gpt-4o-mini",
+          "server": "server spec needs a model: server:local, server:local-small or server:/path.gguf",
+          "init": "init spec needs a provider and a model: init:anthropic:claude-sonnet-4-5, init:ollama:llama3.1"}
+
+
+def parse_chat_spec(spec: str | None, error: type[Exception] = ModelError, where: str = "") -> ChatSpec:
+    """``spec`` (empty: ``local``) as a :class:`ChatSpec`; a malformed or unknown one raises ``error``
+    with one line (prefixed with ``where``). Registered names are not looked up here."""
+    text = (spec or "local").strip()
+    kind, _, arg = text.partition(":")
+    kind = "llamacpp" if kind == "gguf" else kind
+    prefix = f"{where}: " if where else ""
+    if text in ("local", "local-small"):
+        return ChatSpec("embedded", text, text)
+    if kind in _NEEDS:
+        provider, _, model = arg.partition(":")
+        if not arg or (kind == "init" and not (provider and model)):
+            raise error(prefix + _NEEDS[kind])
+        return ChatSpec(kind, arg, text)
+    if kind in ("fake", "object"):
+        return ChatSpec(kind, arg, text)
+    raise error(f"{prefix}unknown model spec {text!r}; use {CHAT_SPECS}")
+
+
 def check_chat_spec(spec: str, where: str = "llm") -> str:
     """``spec`` when it names a chat model this process can resolve, without loading anything; else
     one-line ``InputError`` naming ``where`` (a graph checks its Context's specs before its first node,
@@ -58,69 +101,44 @@ def check_chat_spec(spec: str, where: str = "llm") -> str:
             return spec
     if held(spec) is not None:
         return spec
-    kind, _, arg = spec.partition(":")
-    if spec in ("local", "local-small"):
-        return spec
-    if kind in ("llamacpp", "gguf"):
-        if not arg:
-            raise InputError(f"{where}: llamacpp spec needs a path: llamacpp:/path/model.gguf")
-        if not os.path.exists(os.path.expanduser(arg)):
-            raise InputError(f"{where}: GGUF model file not found: {arg}")
-        return spec
-    if kind == "openai":
-        if not arg:
-            raise InputError(f"{where}: openai spec needs a model name: openai:gpt-4o-mini")
-        return spec
-    if kind == "server":  # the model it serves, checked as an in-process one
-        if not arg:
-            raise InputError(f"{where}: server spec needs a model: server:local, server:local-small or server:/path.gguf")
-        check_chat_spec(arg if arg in ("local", "local-small") else f"llamacpp:{arg}", where)
-        return spec
-    if kind == "init":
-        provider, _, model = arg.partition(":")
-        if not provider or not model:
-            raise InputError(f"{where}: init spec needs a provider and a model: init:anthropic:claude-sonnet-4-5, "
-                             "init:ollama:llama3.1")
-        return spec
-    if kind == "fake":
+    parsed = parse_chat_spec(spec, InputError, where)
+    if parsed.kind == "llamacpp" and not os.path.exists(os.path.expanduser(parsed.arg)):
+        raise InputError(f"{where}: GGUF model file not found: {parsed.arg}")
+    if parsed.kind == "server":  # the model it serves, checked as an in-process one
+        check_chat_spec(parsed.arg if parsed.arg in ("local", "local-small") else f"llamacpp:{parsed.arg}", where)
+    if parsed.kind == "fake":
         raise InputError(f"{where}: no scripted model registered as {spec!r} (use register_chat_model)")
-    if kind == "object":
+    if parsed.kind == "object":
         raise InputError(f"{where}: no model object is held as {spec!r} in this process (give the Context the object)")
-    raise InputError(f"{where}: unknown model spec {spec!r}; use {CHAT_SPECS}")
+    return spec
 
 
 def _build(spec: str) -> BaseChatModel:
-    kind, _, arg = spec.partition(":")
-    if spec in ("local", "local-small"):
+    parsed = parse_chat_spec(spec)
+    if parsed.kind == "embedded":
         from citegraph.tools.local_model import embedded_model_path
 
-        return LlamaCppChat(model_path=str(embedded_model_path(spec)))
-    if kind in ("llamacpp", "gguf"):
-        if not arg:
-            raise ModelError("llamacpp spec needs a path: llamacpp:/path/model.gguf")
-        return LlamaCppChat(model_path=os.path.expanduser(arg))
-    if kind == "server":
-        return _server_model(arg)
-    if kind == "openai":
-        if not arg:
-            raise ModelError("openai spec needs a model name: openai:gpt-4o-mini")
+        return LlamaCppChat(model_path=str(embedded_model_path(parsed.arg)))
+    if parsed.kind == "llamacpp":
+        return LlamaCppChat(model_path=os.path.expanduser(parsed.arg))
+    if parsed.kind == "server":
+        return _server_model(parsed.arg)
+    if parsed.kind == "openai":
         from langchain_openai import ChatOpenAI
 
         return ChatOpenAI(
-            model=arg,
+            model=parsed.arg,
             base_url=os.environ.get("OPENAI_BASE_URL") or None,
             api_key=os.environ.get("OPENAI_API_KEY") or "EMPTY",
             temperature=0,
             max_retries=0,  # retries follow citegraph.tools.failures (one policy for every model)
             timeout=failures.policy().timeout,
         )
-    if kind == "init":
-        return _init_chat_model(arg)
-    if kind == "fake":
+    if parsed.kind == "init":
+        return _init_chat_model(parsed.arg)
+    if parsed.kind == "fake":
         raise ModelError(f"no scripted model registered as {spec!r} (use register_chat_model)")
-    if kind == "object":
-        raise ModelError(f"no model object is held as {spec!r} in this process (give the Context the object)")
-    raise ModelError(f"unknown model spec {spec!r}; use {CHAT_SPECS}")
+    raise ModelError(f"no model object is held as {spec!r} in this process (give the Context the object)")
 
 
 def _init_chat_model(arg: str) -> BaseChatModel:
@@ -129,8 +147,6 @@ def _init_chat_model(arg: str) -> BaseChatModel:
     from langchain.chat_models import init_chat_model
 
     provider, _, model = arg.partition(":")
-    if not provider or not model:
-        raise ModelError("init spec needs a provider and a model: init:anthropic:claude-sonnet-4-5")
     try:
         return init_chat_model(model, model_provider=provider, temperature=0)
     except ImportError as e:  # the provider's package is missing: its own one-line advice
@@ -150,12 +166,21 @@ def _gguf_path(name: str) -> str:
     return os.path.expanduser(name)
 
 
+_slots_wanted: list[int] = []  # what a command with N items in flight asks for (want_server_slots)
+
+
+def want_server_slots(n: int) -> None:
+    """A ``server:`` model started from now on gets ``n`` slots (at most 64) unless
+    ``$CITEGRAPH_SERVER_SLOTS`` says otherwise (``run``/``bench`` with ``--concurrency``)."""
+    _slots_wanted[:] = [max(1, min(int(n), 64))]
+
+
 def server_slots() -> int:
-    """``$CITEGRAPH_SERVER_SLOTS`` (sequences a ``server:`` model decodes at once), else
-    :data:`~citegraph.tools.models.server.DEFAULT_SLOTS`."""
+    """``$CITEGRAPH_SERVER_SLOTS`` (sequences a ``server:`` model decodes at once), else what
+    :func:`want_server_slots` asked for, else :data:`~citegraph.tools.models.server.DEFAULT_SLOTS`."""
     raw = os.environ.get("CITEGRAPH_SERVER_SLOTS", "").strip()
     if not raw:
-        return DEFAULT_SLOTS
+        return _slots_wanted[0] if _slots_wanted else DEFAULT_SLOTS
     try:
         n = int(raw)
     except ValueError:
