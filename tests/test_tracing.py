@@ -149,6 +149,7 @@ def test_a_traced_ask_reaches_phoenix_with_nodes_llm_and_verifier_spans(phoenix,
     assert int(a["llm.token_count.prompt"]) > 0 and int(a["llm.token_count.completion"]) > 0
 
     (ver_span,) = by_name["verifier"]
+    assert ver_span["status_code"] == "OK"
     assert ver_span["span_kind"] == "EVALUATOR" and ids[ver_span["parent_id"]]["name"] in ("attribute", "attribution")
     rows = json.loads(ver_span["attributes"]["output.value"])
     assert {(r["claim"], r["score"]) for r in rows} >= {("Alpha was founded in 1901.", 0.9)}

@@ -185,7 +185,8 @@ def span(name: str, kind: str, attributes: dict[str, Any] | None = None) -> Iter
     with _on["tracer"].start_as_current_span(name, context=parent) as s:
         s.set_attribute("openinference.span.kind", kind)
         set_attributes(s, attributes or {})
-        yield s
+        yield s  # an exception is recorded on the span and sets its status to ERROR
+        s.set_status(_on["trace_api"].Status(_on["trace_api"].StatusCode.OK))
 
 
 def set_attributes(s: Any, attributes: dict[str, Any]) -> None:
