@@ -82,6 +82,17 @@ def test_ligatures_and_langchain_page_documents():
     assert any(d.text == "A note with no page." for d in docs)
 
 
+def test_headings_are_paragraphs_of_their_own_not_glued_to_the_next_sentence():
+    page = ("The database was merged.\n2. Unified system\nIn discussions about the previous systems, the\n"
+            "differences were small.\n2.1. Directory layout\nThere are two requirements.\nAbstract\n"
+            "We study towers. The tower in\nParis\nwas built in 1889.")
+    text = pages_to_doc("x", "t", [(1, page)]).text
+    assert text.split("\n\n") == [
+        "The database was merged.", "2. Unified system",
+        "In discussions about the previous systems, the differences were small.", "2.1. Directory layout",
+        "There are two requirements.", "Abstract", "We study towers. The tower in Paris was built in 1889."]
+
+
 def test_evidence_carries_the_page_and_span_in_the_original_document():
     text = "Alpha beta gamma. The colony grew by a third. Delta epsilon."
     whole = Document(id="r", title="R", text=text, metadata={"pages": [[1, 0, 17], [2, 18, len(text)]]})

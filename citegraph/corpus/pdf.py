@@ -84,17 +84,38 @@ def _strip_edges(lines: list[str], running: list[str]) -> list[str]:
     return lines
 
 
+_NUMBERED_HEAD = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.|[A-Z]\.)\s+[A-Z][^.!;]{0,80}[?:]?$")
+_ENDS_SENTENCE = re.compile(r"[.!?:;\"\u201d\u2019)\]]$")
+
+
+def _heading(line: str, before: str, after: str) -> bool:
+    """A line that is a heading, not a wrapped part of a sentence: numbered ("2.1. Directory layout",
+    "IV. Results") or short and capitalised without a final stop ("Abstract", "Related work"), between a
+    finished sentence (or nothing) and a line that starts a new one."""
+    if len(line.split()) > 12 or not after[:1].isupper():
+        return False
+    if _NUMBERED_HEAD.match(line):
+        return True
+    return (len(line.split()) <= 5 and line[:1].isupper() and not _ENDS_SENTENCE.search(line)
+            and (not before or bool(_ENDS_SENTENCE.search(before))))
+
+
 def _join(lines: list[str]) -> str:
     """One page's lines as paragraphs: a hyphenated word joined, other breaks a space; a blank line
-    stays a paragraph break."""
+    stays a paragraph break, and a heading (:func:`_heading`) is a paragraph of its own, so that it
+    is never glued to the sentence after it."""
     out = ""
-    for raw in lines:
-        line = " ".join(raw.split())
+    clean = [" ".join(raw.split()) for raw in lines]
+    for i, line in enumerate(clean):
         if not line:
             if out and not out.endswith("\n\n"):
                 out = out.rstrip() + "\n\n"
             continue
-        if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and line[:1].islower():
+        prev = out.rsplit("\n\n", 1)[-1]
+        nxt = next((x for x in clean[i + 1:] if x), "")
+        if _heading(line, prev, nxt):
+            out = (out.rstrip() + "\n\n" if out else "") + line + "\n\n"
+        elif out.endswith("-") and len(out) > 1 and out[-2].isalpha() and line[:1].islower():
             out = out[:-1] + line
         elif out and not out.endswith("\n\n"):
             out += " " + line
