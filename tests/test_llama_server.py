@@ -318,8 +318,14 @@ def test_concurrency_note_names_the_server_and_sizes_its_slots(monkeypatch):
     assert "--llm server:/m.gguf " in concurrency_note("llamacpp:/m.gguf", 2)
     assert "--llm server:local " in concurrency_note(None, 2)  # the default model
     assert concurrency_note("openai:gpt-4o-mini", 4) is None
-    assert concurrency_note("server:local", 3) is None
-    assert os.environ["CITEGRAPH_SERVER_SLOTS"] == "3"
-    monkeypatch.setenv("CITEGRAPH_SERVER_SLOTS", "2")
-    concurrency_note("server:local", 5)
-    assert os.environ["CITEGRAPH_SERVER_SLOTS"] == "2"  # an explicit setting wins
+    from citegraph.tools.models import want_server_slots
+    from citegraph.tools.models.registry import server_slots
+
+    try:
+        assert concurrency_note("server:local", 3) is None
+        assert server_slots() == 3 and "CITEGRAPH_SERVER_SLOTS" not in os.environ  # asked for, not written
+        monkeypatch.setenv("CITEGRAPH_SERVER_SLOTS", "2")
+        concurrency_note("server:local", 5)
+        assert server_slots() == 2  # an explicit setting wins
+    finally:
+        want_server_slots(None)

@@ -359,6 +359,25 @@ def test_init_spec_errors_are_one_line():
         get_chat_model("init:nope:some-model")
 
 
+def test_a_langchain_provider_prefix_is_an_init_chat_model_spec():
+    """``anthropic:<model>`` (any provider init_chat_model knows by name, openai excepted) is LangChain's,
+    as ``init:anthropic:<model>`` is; an unknown prefix is still refused before any work."""
+    from citegraph.errors import InputError, ModelError
+    from citegraph.tools.models.registry import check_chat_spec, get_chat_model, parse_chat_spec
+
+    assert parse_chat_spec("anthropic:claude-sonnet-4-5") == ("init", "anthropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5")
+    assert parse_chat_spec("ollama:llama3.1").kind == "init" and parse_chat_spec("openai:gpt-4o").kind == "openai"
+    assert check_chat_spec("anthropic:claude-sonnet-4-5") == "anthropic:claude-sonnet-4-5"
+    try:
+        import langchain_anthropic  # noqa: F401
+    except ImportError:  # the provider's package is the user's to install: its one-line advice
+        with pytest.raises(ModelError, match="langchain-anthropic") as e:
+            get_chat_model("anthropic:claude-sonnet-4-5")
+        assert "\n" not in str(e.value)
+    with pytest.raises(InputError, match="unknown model spec 'anthropc:claude'"):
+        check_chat_spec("anthropc:claude")
+
+
 def test_a_context_takes_the_chat_model_object_an_app_holds():
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 

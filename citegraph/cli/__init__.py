@@ -89,6 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from citegraph.tools import failures
 
         failures.reset_policy()
+        from citegraph.tools.models import want_server_slots
+
+        want_server_slots(None)  # --concurrency's slots were this command's
         if traced:
             _stop_tracing()
 

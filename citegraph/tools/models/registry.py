@@ -43,8 +43,8 @@ def get_chat_model(spec: str = "local") -> BaseChatModel:
 
 
 CHAT_SPECS = ("local, local-small, llamacpp:<path>, server:<local|local-small|path> (llama-server, N slots), "
-              "openai:<model>, init:<provider>:<model> (LangChain's init_chat_model: anthropic, ollama, "
-              "bedrock, azure_openai, ...), or a name given to register_chat_model")
+              "openai:<model>, <provider>:<model> or init:<provider>:<model> (LangChain's init_chat_model: "
+              "anthropic, ollama, bedrock, azure_openai, ...), or a name given to register_chat_model")
 
 class ChatSpec(NamedTuple):
     """A chat-model spec string taken apart (:func:`parse_chat_spec`, the grammar's one reader).
@@ -86,7 +86,22 @@ def parse_chat_spec(spec: str | None, error: type[Exception] = ModelError, where
         return ChatSpec(kind, arg, text)
     if kind in ("fake", "object"):
         return ChatSpec(kind, arg, text)
+    if arg and kind in langchain_providers():  # "anthropic:claude-...", "ollama:llama3.1": LangChain's own
+        return ChatSpec("init", text, text)
     raise error(f"{prefix}unknown model spec {text!r}; use {CHAT_SPECS}")
+
+
+def langchain_providers() -> frozenset[str]:
+    """The providers LangChain's ``init_chat_model`` knows by name (``openai`` stays ours: ``openai:`` specs
+    read ``OPENAI_BASE_URL`` and follow our failure policy)."""
+    try:
+        from langchain.chat_models.base import _BUILTIN_PROVIDERS  # its table; no public list exists
+
+        names = set(_BUILTIN_PROVIDERS)
+    except ImportError:  # pragma: no cover - langchain without the table: the common ones
+        names = {"anthropic", "azure_openai", "bedrock", "bedrock_converse", "cohere", "fireworks", "google_genai",
+                 "google_vertexai", "groq", "huggingface", "mistralai", "ollama", "together", "xai", "deepseek"}
+    return frozenset(names - {"openai"})
 
 
 def check_chat_spec(spec: str, where: str = "llm") -> str:
@@ -169,10 +184,11 @@ def _gguf_path(name: str) -> str:
 _slots_wanted: list[int] = []  # what a command with N items in flight asks for (want_server_slots)
 
 
-def want_server_slots(n: int) -> None:
+def want_server_slots(n: int | None) -> None:
     """A ``server:`` model started from now on gets ``n`` slots (at most 64) unless
-    ``$CITEGRAPH_SERVER_SLOTS`` says otherwise (``run``/``bench`` with ``--concurrency``)."""
-    _slots_wanted[:] = [max(1, min(int(n), 64))]
+    ``$CITEGRAPH_SERVER_SLOTS`` says otherwise (``run``/``bench`` with ``--concurrency``); None: the
+    default again (the CLI's ``main`` clears it when a command ends)."""
+    _slots_wanted[:] = [] if n is None else [max(1, min(int(n), 64))]
 
 
 def server_slots() -> int:
