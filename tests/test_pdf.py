@@ -93,6 +93,25 @@ def test_headings_are_paragraphs_of_their_own_not_glued_to_the_next_sentence():
         "There are two requirements.", "Abstract", "We study towers. The tower in Paris was built in 1889."]
 
 
+def test_a_manuals_chapter_running_heads_go_and_its_chapter_titles_stay():
+    """A running head that changes with the chapter recurs on fewer than half of the pages: known by its
+    page number (another on each page), it goes from three pages on; the chapter's own title stays."""
+    body = ["The parser reads definitions.", "Each node holds one element of a structure and its children.",
+            "Encoding follows the distinguished rules.", "A tag names the class of a value in two bits.",
+            "Lengths above 127 take several bytes.", "Strings may be printable, visible or in UTF-8.",
+            "An error code is returned by every function of the library.", "Copying is permitted under the terms below.",
+            "Modified versions must carry a distinct title.", "Aggregates of independent works are allowed.",
+            "Later versions of the licence may be published."]
+    pages = [(1, "Libtasn1\nA manual for the library."), (2, "1 Introduction\n" + body[0])]
+    pages += [(n, f"Chapter 2: Function reference {n + 6}\n{body[n]}") for n in range(3, 7)]
+    pages += [(7, "Appendix A Copying Information\n" + body[7])]
+    pages += [(n, f"Appendix A: Copying Information {n + 6}\n{body[n]}") for n in range(8, 11)]
+    doc = pages_to_doc("m", "", pages)
+    assert "Function reference" not in doc.text and "Copying Information 1" not in doc.text
+    assert "Appendix A Copying Information" in doc.text and doc.title == "Libtasn1"
+    assert all(b in doc.text for b in body[3:7] + body[8:11])
+
+
 def test_evidence_carries_the_page_and_span_in_the_original_document():
     text = "Alpha beta gamma. The colony grew by a third. Delta epsilon."
     whole = Document(id="r", title="R", text=text, metadata={"pages": [[1, 0, 17], [2, 18, len(text)]]})

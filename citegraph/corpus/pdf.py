@@ -53,27 +53,48 @@ def _similar(a: str, b: str) -> bool:
     return a == b or (min(len(a), len(b)) >= 8 and fuzz.ratio(a, b) >= 85)  # OCR: "VICKSBUEG", "SIEGE OP"
 
 
+_NUMBERED_EDGE = re.compile(r"^\s*\d{1,4}\s+\S|\S\s+\d{1,4}\s*$")
+
+
 def _running_lines(pages: Sequence[list[str]]) -> list[str]:
     """Shapes of the lines that recur (nearly the same, digits aside) among the first or last lines of
-    at least half of the pages (three at least): running headers and footers, most frequent first."""
+    at least half of the pages (three at least): running headers and footers, most frequent first. A
+    line that carries a page number ("Chapter 4: Function reference 9") counts from three pages on,
+    with another number on each: a manual's running head changes with its chapters."""
     # two words at least (a table row's label is no header), on three pages at least (in a two-page
     # document any repeated line would look like one)
-    edges = [{_shape(x) for x in lines[:_EDGE] + lines[-_EDGE:] if len(_shape(x).split()) >= 2} for lines in pages]
+    edge_lines = [[x for x in dict.fromkeys(lines[:_EDGE] + lines[-_EDGE:]) if len(_shape(x).split()) >= 2]
+                  for lines in pages]  # a short page's lines are at both edges: once each
+    edges = [{_shape(x) for x in e} for e in edge_lines]
     need = max(3, (len(pages) + 1) // 2)
     found: list[tuple[int, str]] = []
     for shape in sorted({x for e in edges for x in e}):
-        if any(_similar(shape, f) for _, f in found):
+        if any(_similar(shape, f.removeprefix(_NUMBERED_MARK)) for _, f in found):
             continue
         n = sum(any(_similar(shape, x) for x in e) for e in edges)
         if n >= need:
             found.append((n, shape))
+        elif n >= 3:
+            numbers = [re.findall(r"\d+", x)[0 if re.match(r"\s*\d", x) else -1] for e in edge_lines for x in e
+                       if _similar(_shape(x), shape) and _NUMBERED_EDGE.search(x)]
+            if len(numbers) >= 3 and len(set(numbers)) == len(numbers):  # another page number each time
+                found.append((len(numbers), _NUMBERED_MARK + shape))
     return [f for _, f in sorted(found, key=lambda t: -t[0])]
+
+
+_NUMBERED_MARK = "#"  # a running line known by its page number: only its numbered copies go ("Appendix A 25")
+
+
+def _is_running(x: str, running: Sequence[str]) -> bool:
+    shape = _shape(x)
+    return bool(shape) and any(_similar(shape, r.removeprefix(_NUMBERED_MARK))
+                               and (not r.startswith(_NUMBERED_MARK) or bool(_NUMBERED_EDGE.search(x)))
+                               for r in running)
 
 
 def _strip_edges(lines: list[str], running: list[str]) -> list[str]:
     def edge_junk(x: str) -> bool:
-        shape = _shape(x)
-        return not x.strip() or bool(_PAGE_NO.match(x)) or (bool(shape) and any(_similar(shape, r) for r in running))
+        return not x.strip() or bool(_PAGE_NO.match(x)) or _is_running(x, running)
 
     lines = list(lines)
     for _ in range(_EDGE + 1):
@@ -135,8 +156,9 @@ def pages_to_doc(doc_id: str, title: str, pages: Sequence[tuple[int, str]], *, p
         return BadLine(where, 0, f"no text layer on any of its {len(texts)} page(s) (a scanned PDF?): nothing to read",
                        size)
     running = _running_lines([lines for _, lines in kept])
-    if not title and running:  # a running header names the work ("THE SIEGE OF VICKSBURG. 49")
-        heads = [x for _, ls in kept for x in ls[:_EDGE] if _shape(x) and _similar(_shape(x), running[0])]
+    work = [r for r in running if not r.startswith(_NUMBERED_MARK)]  # a chapter's running head names no work
+    if not title and work:  # a running header names the work ("THE SIEGE OF VICKSBURG. 49")
+        heads = [x for _, ls in kept for x in ls[:_EDGE] if _is_running(x, work[:1])]
         shapes = [_shape(x) for x in heads]
         best = max(set(shapes), key=shapes.count) if shapes else ""  # the spelling most pages agree on
         head = next((x for x in heads if _shape(x) == best), "")
