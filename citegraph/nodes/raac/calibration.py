@@ -11,6 +11,8 @@ it is assessed, so citations in the final answer always index the caller's origi
 
 from __future__ import annotations
 
+from typing import Literal
+
 from langgraph.runtime import Runtime
 
 from citegraph.state import AttributedAnswer
@@ -38,11 +40,11 @@ def prepare(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     }
 
 
-def route_text_agent(state: RaacState, runtime: Runtime[RaacContext]) -> str:
+def route_text_agent(state: RaacState, runtime: Runtime[RaacContext]) -> Literal["text_agent", "vanilla_generate"]:
     return "text_agent" if runtime.context.use_text_agent else "vanilla_generate"
 
 
-def route_citation_agent(state: RaacState, runtime: Runtime[RaacContext]) -> str:
+def route_citation_agent(state: RaacState, runtime: Runtime[RaacContext]) -> Literal["citation_agent", "skip_citation_agent"]:
     return "citation_agent" if runtime.context.use_citation_agent else "skip_citation_agent"
 
 
@@ -117,7 +119,7 @@ def assess(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     return {**update, "calibrations": [*state.calibrations, rec], "next_documents": next_docs}
 
 
-def route_after_assess(state: RaacState) -> str:
+def route_after_assess(state: RaacState) -> Literal["restrict", "finalize"]:
     return "restrict" if state.calibrations and state.calibrations[-1].next == "restrict" else "finalize"
 
 

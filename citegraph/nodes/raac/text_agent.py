@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
@@ -261,7 +261,7 @@ def feedback(state: RaacState, runtime: Runtime[RaacContext]) -> dict:
     return {"rounds": rounds, "text_stop": stop}
 
 
-def route_after_feedback(state: RaacState) -> str:
+def route_after_feedback(state: RaacState) -> Literal["refine", "select_best"]:
     return "select_best" if state.text_stop else "refine"
 
 
@@ -314,7 +314,7 @@ def refine_from_text(text: str) -> dict | None:
     return None
 
 
-def route_after_refine(state: RaacState) -> str:
+def route_after_refine(state: RaacState) -> Literal["feedback", "select_best"]:
     return "select_best" if state.text_stop else "feedback"
 
 
