@@ -44,6 +44,29 @@ def _answer(docs, *sents):
                             sentences=[CitedSentence(text=t, citations=c) for t, c in sents])
 
 
+def test_the_stages_steps_each_decide_their_own_sentences(verifier, docs4):
+    """keep_own decides what a sentence's own citations support, repoint what one other document does,
+    check_jointly what needs two documents together (or flags it); each step leaves the others' alone."""
+    from citegraph.nodes.attribution import _Attribution
+
+    ans = _answer(docs4,
+                  ("Beta is a river in Chile.", [2, 4]),                       # its own [2]
+                  ("Gamma won the 1990 prize.", [4]),                          # another document: [3]
+                  ("Beta is a river in Chile and Gamma won the 1990 prize.", [1]),  # two together: [2, 3]
+                  ("Omega sells pianos.", [1]))                                # nothing supports it
+    run = _Attribution(ans, verifier, max_docs=3, candidates=None, sentences=4)
+    run.keep_own(simplify=True)
+    assert run.decided == {0: ([2], 1.0, "simplified")}
+    run.repoint()
+    assert run.decided[1] == ([3], 1.0, "re-pointed") and set(run.decided) == {0, 1}
+    assert (2, 3) in run.joint[2]
+    run.check_jointly(partial=0.2)
+    assert run.decided[2] == ([2, 3], 1.0, "re-pointed") and run.decided[3][2] == "flagged"
+    sents, records, dropped, reported = run.sentences_out("strict", max_evidence=1)
+    assert [s.citations for s in sents] == [[2], [3], [2, 3]] and [r.action for r in records][-1] == "dropped"
+    assert dropped[0]["text"] == "Omega sells pianos." and reported == [(1, 0), (2, 1), (3, 2)]
+
+
 def test_keep_simplify_repoint_add(verifier, docs4):
     ans = _answer(docs4,
                   ("Alpha was founded in 1901.", [1]),          # right: kept

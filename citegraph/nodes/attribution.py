@@ -114,6 +114,178 @@ class _Scorer:
         return self.scores[pair]
 
 
+Decision = tuple[list[int], float, str]  # (kept citations, score, action) of one answer sentence
+
+
+class _Attribution:
+    """One answer under the stage: its sentences, the documents each may cite, the pairs scored so far
+    (:class:`_Scorer`), and the four steps :func:`attribute_answer` runs in order: :meth:`keep_own`,
+    :meth:`repoint`, :meth:`check_jointly`, :meth:`sentences_out`. ``decided[i]`` is sentence ``i``'s
+    decision once a step has made it; later steps leave it alone."""
+
+    def __init__(self, answer: AttributedAnswer, verifier, *, max_docs: int, candidates: list[list[int]] | None,
+                 sentences: int) -> None:
+        self.docs = docs = answer.documents
+        self.n = n = len(docs)
+        self.thr = float(verifier.threshold)
+        self.max_docs, self.sentences = max_docs, sentences
+        self.sents = [s.model_copy(deep=True) for s in answer.sentences]
+        self.todo = todo = [i for i, s in enumerate(self.sents) if s.text.strip()] if n else []
+        self.written = {i: [c for c in self.sents[i].citations if 1 <= c <= n] for i in todo}
+        self.cands = {i: [c for c in (candidates[i] if candidates is not None and i < len(candidates) else range(1, n + 1))
+                          if 1 <= c <= n] for i in todo}
+        self.pool = {i: list(dict.fromkeys([*self.cands[i], *self.written[i]])) for i in todo}
+        self.doc_sents: dict[int, list[str]] = {}
+        for i in todo:
+            for c in self.pool[i]:
+                if c not in self.doc_sents:
+                    self.doc_sents[c] = [x.strip() for x in split_sentences(docs[c - 1].text) if x.strip()] or [docs[c - 1].text]
+        self.checked: dict[tuple[int, int], list[str]] = {}  # (answer sentence, document) -> its sentences checked alone
+        self.sc = _Scorer(verifier)
+        self.own_subs = {i: subsets(self.written[i], max_docs) for i in todo}
+        self.decided: dict[int, Decision] = {}
+        self.joint: dict[int, list[tuple[int, ...]]] = {}
+
+    # -- what is scored, and reading it back
+    def want_doc(self, i: int, c: int) -> None:
+        """Document ``c`` alone and its candidate sentences, against answer sentence ``i``."""
+        if (i, c) in self.checked:
+            return
+        text = self.sents[i].text
+        xs = self.doc_sents[c]
+        self.checked[(i, c)] = top_windows(xs, text, self.sentences) if 0 < self.sentences < len(xs) else xs
+        self.sc.want(premise(self.docs, (c,)), text)
+        for x in self.checked[(i, c)]:
+            self.sc.want(x, text)
+
+    def sent_scores(self, i: int, c: int) -> list[tuple[float, str]]:
+        """Document ``c``'s checked sentences against answer sentence ``i``, best first."""
+        return sorted(((self.sc[(x, self.sents[i].text.strip())], x) for x in self.checked[(i, c)]), key=lambda t: -t[0])
+
+    def single(self, i: int, c: int) -> float:
+        return max(self.sc[(premise(self.docs, (c,)), self.sents[i].text.strip())], self.sent_scores(i, c)[0][0])
+
+    def best_sentences_premise(self, i: int, sub) -> str:
+        return "\n".join(self.sent_scores(i, c)[0][1] for c in sorted(sub))
+
+    def check(self, i: int, sub) -> SubsetCheck:
+        if len(sub) == 1:
+            v = self.single(i, sub[0])
+        else:
+            v = max(self.sc[(premise(self.docs, sub), self.sents[i].text.strip())],
+                    self.sc.scores.get((self.best_sentences_premise(i, sub), self.sents[i].text.strip()), 0.0))
+        return SubsetCheck(subset=list(sub), score=round(v, 4), entails=v >= self.thr)
+
+    # -- the steps
+    def keep_own(self, simplify: bool) -> None:
+        """1. The written citations' subsets (concatenated documents) and each cited document alone with its
+        sentences: a sentence they support keeps their smallest entailing subset (all of them that entail
+        it together, ``simplify`` off)."""
+        for i in self.todo:
+            for sub in self.own_subs[i]:
+                self.sc.want(premise(self.docs, sub), self.sents[i].text)
+            for c in self.written[i]:
+                self.want_doc(i, c)
+        self.sc.run()
+        for i in self.todo:
+            own = [self.check(i, sub) for sub in self.own_subs[i]]
+            # simplify off: the largest set checked (all the written citations, or the first max_docs of them)
+            whole = max(own, key=lambda c: len(c.subset), default=None)
+            if not simplify and whole is not None and whole.entails:
+                self.decided[i] = (list(whole.subset), whole.score,
+                                   "kept" if set(whole.subset) == set(self.written[i]) else "simplified")
+                continue
+            kept = minimal_subset(own)
+            if kept:
+                self.decided[i] = (kept, next(c.score for c in own if c.subset == kept),
+                                   "kept" if set(kept) == set(self.written[i]) else "simplified")
+
+    def repoint(self) -> None:
+        """2. The sentences their citations leave unsupported, against every other pooled document: the
+        best entailing one becomes the citation; else the pairs (and the triple) of the best ones, and the
+        sentence's own multi-document citations, wait for :meth:`check_jointly`."""
+        for i in self.todo:
+            if i not in self.decided:
+                for c in self.pool[i]:
+                    self.want_doc(i, c)
+        self.sc.run()
+        for i in self.todo:
+            if i in self.decided:
+                continue
+            singles = sorted((self.check(i, (c,)) for c in self.cands[i]), key=lambda c: (-c.score, c.subset))
+            if singles and singles[0].entails:
+                self.decided[i] = (list(singles[0].subset), singles[0].score, "re-pointed" if self.written[i] else "added")
+                continue
+            top = sorted(c.subset[0] for c in singles[:JOINT_POOL])
+            self.joint[i] = [t for r in range(2, min(self.max_docs, len(top)) + 1) for t in itertools.combinations(top, r)]
+            self.joint[i] += [sub for sub in self.own_subs[i] if len(sub) > 1 and sub not in self.joint[i]]
+
+    def check_jointly(self, partial: float) -> None:
+        """3. Joint support for the sentences still undecided, with the best-sentences premise too; what
+        no set entails is ``partial`` (its best set scores at least ``partial``) or flagged."""
+        for i, subs in self.joint.items():
+            for sub in subs:
+                self.sc.want(premise(self.docs, sub), self.sents[i].text)
+                self.sc.want(self.best_sentences_premise(i, sub), self.sents[i].text)
+        self.sc.run()
+        for i in self.todo:
+            if i in self.decided:
+                continue
+            jc = [self.check(i, sub) for sub in self.joint.get(i, [])]
+            kept = minimal_subset(jc)
+            if kept:
+                self.decided[i] = (kept, next(c.score for c in jc if c.subset == kept),
+                                   "re-pointed" if self.written[i] else "added")
+                continue
+            tried = [self.check(i, sub) for sub in self.own_subs[i]] + [self.check(i, (c,)) for c in self.cands[i]] + jc
+            best = _best(tried)
+            if best is not None and best.score >= partial:
+                self.decided[i] = (list(best.subset), best.score, "partial")
+            else:
+                self.decided[i] = ([], best.score if best is not None else 0.0, "flagged")
+
+    def sentences_out(self, mode: str, max_evidence: int):
+        """4. Each sentence with its decision as a status, its citations and its evidence (the kept
+        documents' best sentences for it); ``strict`` drops the unsupported ones. Returns the sentences,
+        the records, the dropped ones and ``(1-based index in the answer, position)`` of each checked one."""
+        out_sents: list[CitedSentence] = []
+        records: list[SentenceAttribution] = []
+        dropped: list[dict[str, Any]] = []
+        reported: list[tuple[int, int]] = []
+        for i, s in enumerate(self.sents):
+            if i not in self.decided:  # an empty sentence, or no documents at all: nothing to check
+                if not self.n and s.text.strip():
+                    self.decided[i] = ([], 0.0, "flagged")
+                else:
+                    out_sents.append(s)
+                    continue
+            cits, score, action = self.decided[i]
+            support = "partial" if action == "partial" else ("unsupported" if action == "flagged" else "supported")
+            rec = SentenceAttribution(sentence=i, text=s.text, before=list(s.citations), after=sorted(cits),
+                                      action=action, support=support, score=round(score, 4))
+            records.append(rec)
+            if support == "unsupported" and mode == "strict":
+                rec.action = "dropped"
+                dropped.append({"sentence": i, "text": s.text, "citations": list(s.citations), "score": round(score, 4)})
+                continue
+            reported.append((i + 1, len(out_sents)))
+            out_sents.append(CitedSentence(text=s.text, citations=sorted(cits), evidence=self.evidence(i, cits, max_evidence),
+                                           support=support, support_score=round(score, 4)))
+        return out_sents, records, dropped, reported
+
+    def evidence(self, i: int, cits: list[int], max_evidence: int) -> list[Evidence]:
+        """The evidence a method attached for the kept documents, and for the others their best sentences
+        with their scores (two when no sentence entails it alone and the document does as a whole)."""
+        evidence = [e for e in self.sents[i].evidence if e.doc in cits]
+        have = {e.doc for e in evidence}
+        for c in sorted(cits):
+            if c not in have:
+                ranked = self.sent_scores(i, c)
+                k = max(1, max_evidence) if ranked[0][0] >= self.thr else max(2, max_evidence)
+                evidence += [Evidence(doc=c, text=x, score=round(v, 4)) for v, x in ranked[:k]]
+        return evidence
+
+
 def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair", partial: float = 0.2,
                      max_docs: int = MAX_CITATIONS, candidates: list[list[int]] | None = None,
                      max_evidence: int = 1, verifier_spec: str | None = None,
@@ -136,143 +308,11 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     False keeps them all when together they entail it (at most ``max_docs`` of them)."""
     if mode not in ("repair", "strict"):
         raise ValueError(f"attribution mode must be repair or strict here, got {mode!r}")
-    docs = answer.documents
-    n = len(docs)
-    thr = float(verifier.threshold)
-    sents = [s.model_copy(deep=True) for s in answer.sentences]
-    todo = [i for i, s in enumerate(sents) if s.text.strip()] if n else []
-    written = {i: [c for c in sents[i].citations if 1 <= c <= n] for i in todo}
-    cands = {i: [c for c in (candidates[i] if candidates is not None and i < len(candidates) else range(1, n + 1))
-                 if 1 <= c <= n] for i in todo}
-    pool = {i: list(dict.fromkeys([*cands[i], *written[i]])) for i in todo}
-    doc_sents: dict[int, list[str]] = {}
-    for i in todo:
-        for c in pool[i]:
-            if c not in doc_sents:
-                doc_sents[c] = [x.strip() for x in split_sentences(docs[c - 1].text) if x.strip()] or [docs[c - 1].text]
-    checked: dict[tuple[int, int], list[str]] = {}  # (answer sentence, document) -> its sentences checked alone
-    sc = _Scorer(verifier)
-
-    def want_doc(i: int, c: int) -> None:
-        """Document ``c`` alone and its candidate sentences, against answer sentence ``i``."""
-        if (i, c) in checked:
-            return
-        text = sents[i].text
-        xs = doc_sents[c]
-        checked[(i, c)] = top_windows(xs, text, sentences) if 0 < sentences < len(xs) else xs
-        sc.want(premise(docs, (c,)), text)
-        for x in checked[(i, c)]:
-            sc.want(x, text)
-
-    # phase 1: the written citations' subsets (concatenated documents) and each cited document alone
-    # with its sentences; then, for the sentences those leave unsupported, every other pooled document
-    own_subs = {i: subsets(written[i], max_docs) for i in todo}
-    for i in todo:
-        for sub in own_subs[i]:
-            sc.want(premise(docs, sub), sents[i].text)
-        for c in written[i]:
-            want_doc(i, c)
-    sc.run()
-
-    def sent_scores(i: int, c: int) -> list[tuple[float, str]]:
-        return sorted(((sc[(x, sents[i].text.strip())], x) for x in checked[(i, c)]), key=lambda t: -t[0])
-
-    def single(i: int, c: int) -> float:
-        return max(sc[(premise(docs, (c,)), sents[i].text.strip())], sent_scores(i, c)[0][0])
-
-    def best_sentences_premise(i: int, sub) -> str:
-        return "\n".join(sent_scores(i, c)[0][1] for c in sorted(sub))
-
-    def check(i: int, sub) -> SubsetCheck:
-        if len(sub) == 1:
-            v = single(i, sub[0])
-        else:
-            v = max(sc[(premise(docs, sub), sents[i].text.strip())],
-                    sc.scores.get((best_sentences_premise(i, sub), sents[i].text.strip()), 0.0))
-        return SubsetCheck(subset=list(sub), score=round(v, 4), entails=v >= thr)
-
-    decided: dict[int, tuple[list[int], float, str]] = {}
-    joint: dict[int, list[tuple[int, ...]]] = {}
-    for i in todo:
-        own = [check(i, sub) for sub in own_subs[i]]
-        # simplify off: the largest set checked (all the written citations, or the first max_docs of them)
-        whole = max(own, key=lambda c: len(c.subset), default=None)
-        if not simplify and whole is not None and whole.entails:
-            decided[i] = (list(whole.subset), whole.score,
-                          "kept" if set(whole.subset) == set(written[i]) else "simplified")
-            continue
-        kept = minimal_subset(own)
-        if kept:
-            decided[i] = (kept, next(c.score for c in own if c.subset == kept),
-                          "kept" if set(kept) == set(written[i]) else "simplified")
-    for i in todo:
-        if i not in decided:
-            for c in pool[i]:
-                want_doc(i, c)
-    sc.run()
-    for i in todo:
-        if i in decided:
-            continue
-        singles = sorted((check(i, (c,)) for c in cands[i]), key=lambda c: (-c.score, c.subset))
-        if singles and singles[0].entails:
-            decided[i] = (list(singles[0].subset), singles[0].score, "re-pointed" if written[i] else "added")
-            continue
-        top = sorted(c.subset[0] for c in singles[:JOINT_POOL])
-        joint[i] = [t for r in range(2, min(max_docs, len(top)) + 1) for t in itertools.combinations(top, r)]
-        joint[i] += [sub for sub in own_subs[i] if len(sub) > 1 and sub not in joint[i]]
-    # phase 2: joint support, for the sentences still undecided: pairs (and the triple) of their best
-    # documents, and their own multi-document citations, with the best-sentences premise too
-    for i, subs in joint.items():
-        for sub in subs:
-            sc.want(premise(docs, sub), sents[i].text)
-            sc.want(best_sentences_premise(i, sub), sents[i].text)
-    sc.run()
-    records: list[SentenceAttribution] = []
-    for i in todo:
-        if i in decided:
-            continue
-        jc = [check(i, sub) for sub in joint.get(i, [])]
-        kept = minimal_subset(jc)
-        if kept:
-            decided[i] = (kept, next(c.score for c in jc if c.subset == kept),
-                          "re-pointed" if written[i] else "added")
-            continue
-        tried = [check(i, sub) for sub in own_subs[i]] + [check(i, (c,)) for c in cands[i]] + jc
-        best = _best(tried)
-        if best is not None and best.score >= partial:
-            decided[i] = (list(best.subset), best.score, "partial")
-        else:
-            decided[i] = ([], best.score if best is not None else 0.0, "flagged")
-    out_sents: list[CitedSentence] = []
-    dropped: list[dict[str, Any]] = []
-    reported: list[tuple[int, int]] = []  # (1-based index in the answer, position in out_sents) of each checked one
-    for i, s in enumerate(sents):
-        if i not in decided:  # an empty sentence, or no documents at all: nothing to check
-            if not n and s.text.strip():
-                decided[i] = ([], 0.0, "flagged")
-            else:
-                out_sents.append(s)
-                continue
-        cits, score, action = decided[i]
-        support = "partial" if action == "partial" else ("unsupported" if action == "flagged" else "supported")
-        rec = SentenceAttribution(sentence=i, text=s.text, before=list(s.citations), after=sorted(cits),
-                                  action=action, support=support, score=round(score, 4))
-        records.append(rec)
-        if support == "unsupported" and mode == "strict":
-            rec.action = "dropped"
-            dropped.append({"sentence": i, "text": s.text, "citations": list(s.citations), "score": round(score, 4)})
-            continue
-        evidence = [e for e in s.evidence if e.doc in cits]
-        have = {e.doc for e in evidence}
-        for c in sorted(cits):
-            if c not in have:  # the document's best sentences for this answer sentence, with their scores
-                ranked = sent_scores(i, c)
-                # no sentence entails it alone (the document does, as a whole): its two best sentences
-                k = max(1, max_evidence) if ranked[0][0] >= thr else max(2, max_evidence)
-                evidence += [Evidence(doc=c, text=x, score=round(v, 4)) for v, x in ranked[:k]]
-        reported.append((i + 1, len(out_sents)))
-        out_sents.append(CitedSentence(text=s.text, citations=sorted(cits), evidence=evidence,
-                                       support=support, support_score=round(score, 4)))
+    run = _Attribution(answer, verifier, max_docs=max_docs, candidates=candidates, sentences=sentences)
+    run.keep_own(simplify)
+    run.repoint()
+    run.check_jointly(partial)
+    out_sents, records, dropped, reported = run.sentences_out(mode, max_evidence)
     out = answer.model_copy(update={"sentences": out_sents, "warnings": list(answer.warnings),
                                     "metadata": dict(answer.metadata)}).with_locations()
     for index, pos in reported:
@@ -281,7 +321,7 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     changed = sum(r.action in ("simplified", "re-pointed", "added") for r in records)
     flagged = sum(r.support == "unsupported" for r in records)
     out.metadata["attribution"] = {
-        "mode": mode, "verifier": verifier_spec or getattr(verifier, "spec", str(verifier)), "threshold": thr,
+        "mode": mode, "verifier": verifier_spec or getattr(verifier, "spec", str(verifier)), "threshold": run.thr,
         "partial": partial, "counts": counts, "changed": changed, "dropped": dropped,
         "sentences": [r.model_dump() for r in records],
     }
