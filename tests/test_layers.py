@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "citegraph"
-LAYER = {"errors": 0, "state": 0, "examples": 0, "prompts": 1, "tools": 2, "corpus": 2, "metrics": 2, "testing": 2,
+LAYER = {"errors": 0, "settings": 0, "state": 0, "examples": 0, "prompts": 1, "tools": 2, "corpus": 2, "metrics": 2, "testing": 2,
          "nodes": 3, "graphs": 4, "run": 5, "eval": 6, "view": 7, "cli": 8}
 # the known exceptions, each a type the state holds: AttributedAnswer.from_text parses [n] citations;
 # GenerationPrograms' state keeps the parsed ProgramTree

@@ -29,7 +29,7 @@ from citegraph.errors import InputError, ModelError
 __all__ = ["main", "build_parser", "parse_set", "print_answer", "EXIT_INPUT", "EXIT_MODEL"]
 
 # subcommand modules, in the order `citegraph --help` lists them
-COMMANDS = ["graphs", "ask", "cite", "run", "verify", "eval", "bench", "index", "show", "trace", "mcp"]
+COMMANDS = ["graphs", "ask", "cite", "run", "verify", "eval", "bench", "index", "show", "trace", "mcp", "env"]
 
 
 EPILOG = """\
@@ -47,6 +47,7 @@ examples:
   citegraph show out.json --open                                the evidence view (HTML)
   citegraph trace show --checkpoint sqlite:///ck.db --thread T   a run's steps; trace fork/replay: time travel
   citegraph mcp                                                 an MCP server (stdio; --http for HTTP)
+  citegraph env                                                 the CITEGRAPH_* variables: values here, what each does
 
 'citegraph COMMAND --help' lists a command's options. Docs: README.md and docs/ in the repository.
 """

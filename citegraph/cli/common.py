@@ -128,7 +128,9 @@ def concurrency_note(llm: str | None, concurrency: int) -> str | None:
     if concurrency <= 1:
         return None
     try:
-        spec = parse_chat_spec(llm or os.environ.get("CITEGRAPH_LLM"), InputError)
+        from citegraph.settings import setting
+
+        spec = parse_chat_spec(llm or setting("llm"), InputError)
     except InputError:
         return None  # a registered name, or a bad spec the run itself reports
     if spec.kind == "server":

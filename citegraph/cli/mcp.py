@@ -54,7 +54,9 @@ def render_run(path) -> str:
 def cmd_mcp(args) -> int:
     from citegraph.run.mcp import Service, build_server
 
-    token = args.token or os.environ.get(ENV_TOKEN, "")
+    from citegraph.settings import setting
+
+    token = args.token or setting("mcp_token")
     if args.http and not _loopback(args.host) and not token:
         raise InputError(f"--host {args.host} is not a loopback address: give --token (or ${ENV_TOKEN}) so that "
                          "only clients with that bearer token can call the tools")

@@ -129,7 +129,9 @@ def is_http_spec(spec: str) -> bool:
 
 
 def _cache_root() -> Path:
-    return Path(os.environ.get("CITEGRAPH_INDEX_CACHE") or Path.home() / ".cache" / "citegraph" / "index")
+    from citegraph.settings import setting
+
+    return setting("index_cache") or Path.home() / ".cache" / "citegraph" / "index"
 
 
 def _parse(spec: str | os.PathLike, local_dir: str | os.PathLike | None):

@@ -28,8 +28,10 @@ ENV_LLM, ENV_VERIFIER, ENV_JUDGE = "CITEGRAPH_LLM", "CITEGRAPH_VERIFIER", "CITEG
 
 
 def env_default(env: str, default: str) -> str:
-    """``$env`` when it is set and not blank, else ``default``."""
-    return (os.environ.get(env) or "").strip() or default
+    """``$env`` (a :mod:`citegraph.settings` variable) when it is set and not blank, else ``default``."""
+    from citegraph.settings import PREFIX, setting
+
+    return setting(env.removeprefix(PREFIX).lower()) or default
 
 
 def default_llm() -> str:

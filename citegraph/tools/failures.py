@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import email.utils
 import json
-import os
 import random
 import threading
 import time
@@ -46,13 +45,6 @@ from citegraph.errors import EndpointUnreachable, ModelError, ModelReplyError
 R = TypeVar("R")
 
 
-def _env(names: tuple[str, ...], default: str) -> str:
-    for n in names:
-        if os.environ.get(n):
-            return os.environ[n]
-    return default
-
-
 @dataclass(frozen=True)
 class Policy:
     retries: int = 2
@@ -63,14 +55,14 @@ class Policy:
 
     @classmethod
     def from_env(cls) -> "Policy":
-        try:
-            return cls(
-                retries=int(_env(("CITEGRAPH_RETRIES", "CITEGRAPH_OPENAI_RETRIES"), "2")),
-                timeout=float(_env(("CITEGRAPH_TIMEOUT", "CITEGRAPH_OPENAI_TIMEOUT"), "60")),
-                max_reply_chars=int(_env(("CITEGRAPH_MAX_REPLY_CHARS",), "200000")),
-            )
-        except ValueError as e:
-            raise ModelError(f"bad CITEGRAPH_RETRIES/_TIMEOUT/_MAX_REPLY_CHARS setting: {e}") from None
+        from citegraph.settings import setting
+
+        def first(*names: str, default: Any) -> Any:  # the older CITEGRAPH_OPENAI_* names still count
+            return next((v for v in map(setting, names) if v is not None), default)
+
+        return cls(retries=first("retries", "openai_retries", default=2),
+                   timeout=float(first("timeout", "openai_timeout", default=60.0)),
+                   max_reply_chars=first("max_reply_chars", default=200_000))
 
 
 _overrides: dict[str, Any] = {}

@@ -48,8 +48,10 @@ _assemble_lock = threading.Lock()
 
 def cache_dir() -> Path:
     """``$CITEGRAPH_CACHE``, else ``$XDG_CACHE_HOME/citegraph``, else ``~/.cache/citegraph``."""
-    if os.environ.get("CITEGRAPH_CACHE"):
-        d = Path(os.environ["CITEGRAPH_CACHE"])
+    from citegraph.settings import setting
+
+    if setting("cache") is not None:
+        d = setting("cache")
     else:
         d = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "citegraph"
     d.mkdir(parents=True, exist_ok=True)

@@ -21,13 +21,13 @@ import atexit
 import contextlib
 import json
 import logging
-import os
 import socket
 import threading
 from typing import Any, Iterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from citegraph.errors import InputError
+from citegraph.settings import setting
 
 ENV = "CITEGRAPH_TRACE"
 PROJECT_ENV = "CITEGRAPH_TRACE_PROJECT"
@@ -88,7 +88,7 @@ def enable(url: str, project: str | None = None, *, check: bool = True) -> str:
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
         except ImportError as e:
             raise InputError(f"tracing needs the 'trace' extra (pip install 'citegraph[trace]'): {e.name} is missing") from e
-        project = project or os.environ.get(PROJECT_ENV) or "citegraph"
+        project = project or setting("trace_project") or "citegraph"
         provider = TracerProvider(resource=Resource.create(
             {"service.name": "citegraph", "openinference.project.name": project}))
         exporter = _Counted(OTLPSpanExporter(endpoint=target))
@@ -105,7 +105,7 @@ def enable(url: str, project: str | None = None, *, check: bool = True) -> str:
 def enable_from_env() -> str | None:
     """Turn tracing on when ``CITEGRAPH_TRACE`` names a collector (an app's switch); None when unset. A
     collector that does not answer is a logged warning, not an error: an app runs on untraced."""
-    url = os.environ.get(ENV, "").strip()
+    url = setting("trace")
     if not url or enabled():
         return endpoint() if url else None
     try:

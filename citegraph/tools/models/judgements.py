@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextvars
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
@@ -135,8 +134,9 @@ def judge_workers(spec: str) -> int:
     slots = getattr(model, "slots", None)
     if isinstance(slots, int) and slots > 0:
         return slots
-    env = os.environ.get("CITEGRAPH_JUDGE_WORKERS", "").strip()
-    return max(1, int(env)) if env.isdigit() else JUDGE_WORKERS
+    from citegraph.settings import setting
+
+    return setting("judge_workers") or JUDGE_WORKERS
 
 
 def judge_many(spec: str, prompts: Sequence[Messages], *, system: str | None = None,

@@ -89,16 +89,10 @@ atexit.register(_close_llamas)
 def prefix_states_capacity() -> int:
     """How many prompt states the in-process model keeps (``$CITEGRAPH_PREFIX_STATES``, default 32; 0
     keeps none, as before: only the last prompt's prefix is re-used)."""
-    raw = os.environ.get("CITEGRAPH_PREFIX_STATES", "").strip()
-    if not raw:
-        return 32
-    try:
-        n = int(raw)
-    except ValueError:
-        raise ModelError(f"CITEGRAPH_PREFIX_STATES={raw!r}: expected a whole number of saved states (0 = none)") from None
-    if n < 0:
-        raise ModelError(f"CITEGRAPH_PREFIX_STATES={raw!r}: expected 0 or more")
-    return n
+    from citegraph.settings import setting
+
+    n = setting("prefix_states", ModelError)
+    return 32 if n is None else n
 
 
 class PrefixStates:

@@ -194,23 +194,21 @@ def want_server_slots(n: int | None) -> None:
 def server_slots() -> int:
     """``$CITEGRAPH_SERVER_SLOTS`` (sequences a ``server:`` model decodes at once), else what
     :func:`want_server_slots` asked for, else :data:`~citegraph.tools.models.server.DEFAULT_SLOTS`."""
-    raw = os.environ.get("CITEGRAPH_SERVER_SLOTS", "").strip()
-    if not raw:
-        return _slots_wanted[0] if _slots_wanted else DEFAULT_SLOTS
-    try:
-        n = int(raw)
-    except ValueError:
-        raise ModelError(f"CITEGRAPH_SERVER_SLOTS must be a whole number, not {raw!r}") from None
-    if not 1 <= n <= 64:
-        raise ModelError(f"CITEGRAPH_SERVER_SLOTS must be between 1 and 64, not {n}")
-    return n
+    from citegraph.settings import setting
+
+    n = setting("server_slots", ModelError)
+    if n is not None:
+        return n
+    return _slots_wanted[0] if _slots_wanted else DEFAULT_SLOTS
 
 
 def _server_model(arg: str) -> LlamaServerChat:
     """``server:<model>``: the GGUF behind a managed llama-server with ``server_slots()`` slots and,
     with ``$CITEGRAPH_SERVER_DRAFT``, speculative decoding: ``local-small`` or a GGUF path (a draft
     model), or ``ngram`` (drafts copied from where the reply's last tokens occur in the prompt)."""
-    draft = os.environ.get("CITEGRAPH_SERVER_DRAFT", "").strip()
+    from citegraph.settings import setting
+
+    draft = setting("server_draft")
     return LlamaServerChat(model_path=_gguf_path(arg), slots=server_slots(),
                            draft_path=(draft if draft == "ngram" else _gguf_path(draft)) if draft else None)
 

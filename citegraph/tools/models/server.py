@@ -53,7 +53,9 @@ NGRAM_N = 6
 def server_binary() -> str:
     """``$CITEGRAPH_LLAMA_SERVER``, else ``llama-server`` beside this interpreter (``make`` puts it
     there), else on ``PATH``; a one-line ``ModelError`` saying how to build it when none is found."""
-    env = os.environ.get("CITEGRAPH_LLAMA_SERVER")
+    from citegraph.settings import setting
+
+    env = setting("llama_server")
     if env:
         if not os.access(env, os.X_OK):
             raise ModelError(f"CITEGRAPH_LLAMA_SERVER={env} is not an executable file")
@@ -118,7 +120,9 @@ class LlamaServer:
         elif self.draft_path:
             cmd += ["--spec-type", "draft-simple", "--spec-draft-model", self.draft_path,
                     "--spec-draft-n-max", str(self.draft_max), "--spec-draft-threads", str(self.threads)]
-        return cmd + shlex.split(os.environ.get("CITEGRAPH_SERVER_ARGS", ""))
+        from citegraph.settings import setting
+
+        return cmd + shlex.split(setting("server_args"))
 
     def ensure_started(self, timeout: float = 180.0) -> "LlamaServer":
         with self._lock:
