@@ -7,6 +7,7 @@ import sys
 from typing import Any, Sequence
 
 from citegraph.errors import InputError
+from citegraph.settings import setting
 
 EXIT_INPUT = 2
 EXIT_MODEL = 3
@@ -63,11 +64,12 @@ def apply_trace_arg(args) -> bool:
     """Turn tracing on for ``--trace`` (or CITEGRAPH_TRACE); True when this command turned it on."""
     from citegraph.tools import tracing
 
-    url = getattr(args, "trace", None)
-    if url:
-        tracing.enable(url)
+    if not hasattr(args, "trace"):  # a command without the flag: its graphs read CITEGRAPH_TRACE when compiled
+        return False
+    if args.trace:
+        tracing.enable(args.trace)
         return True
-    return tracing.enable_from_env() is not None if hasattr(args, "trace") else False
+    return tracing.enable_from_env() is not None
 
 
 def apply_failure_args(args) -> None:
@@ -121,15 +123,11 @@ def concurrency_note(llm: str | None, concurrency: int) -> str | None:
     """With several items in flight: a ``server:`` model gets that many slots (unless
     ``$CITEGRAPH_SERVER_SLOTS`` says otherwise); for an in-process llama.cpp model, which evaluates one
     call at a time, the line to print that says how to decode them together instead."""
-    import os
-
     from citegraph.tools.models import parse_chat_spec, want_server_slots
 
     if concurrency <= 1:
         return None
     try:
-        from citegraph.settings import setting
-
         spec = parse_chat_spec(llm or setting("llm"), InputError)
     except InputError:
         return None  # a registered name, or a bad spec the run itself reports

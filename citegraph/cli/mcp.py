@@ -14,6 +14,7 @@ import os
 import secrets
 
 from citegraph.errors import InputError
+from citegraph.settings import setting
 
 ENV_TOKEN = "CITEGRAPH_MCP_TOKEN"
 
@@ -53,8 +54,6 @@ def render_run(path) -> str:
 
 def cmd_mcp(args) -> int:
     from citegraph.run.mcp import Service, build_server
-
-    from citegraph.settings import setting
 
     token = args.token or setting("mcp_token")
     if args.http and not _loopback(args.host) and not token:

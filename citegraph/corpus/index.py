@@ -69,6 +69,7 @@ from citegraph.corpus.fusion import fuse
 from citegraph.corpus.retrievers import CorpusRetriever
 from citegraph.corpus.sources import BadLine, SourceDoc, iter_corpus, record_to_doc
 from citegraph.errors import InputError
+from citegraph.settings import setting
 from citegraph.state.base import RETRIEVAL_MODES
 from citegraph.tools import tracing
 from citegraph.tools.progress import emit
@@ -129,8 +130,6 @@ def is_http_spec(spec: str) -> bool:
 
 
 def _cache_root() -> Path:
-    from citegraph.settings import setting
-
     return setting("index_cache") or Path.home() / ".cache" / "citegraph" / "index"
 
 
@@ -469,10 +468,11 @@ class Corpus:
             raise InputError(f"alpha must be between 0 and 1, got {alpha}")
         if k <= 0 or not query.strip():
             return []
+        alpha = float(alpha)
         if not tracing.enabled():
-            return self._search(query, k, mode, float(alpha), candidates)
+            return self._search(query, k, mode, alpha, candidates)
         with tracing.span("index search", "RETRIEVER") as s:  # under the node that searched
-            hits = self._search(query, k, mode, float(alpha), candidates)
+            hits = self._search(query, k, mode, alpha, candidates)
             tracing.set_attributes(s, tracing.retrieval_attributes(query, hits, mode, k))
             return hits
 
@@ -482,9 +482,8 @@ class Corpus:
                                             sparse=mode != "dense", dense=mode != "bm25")
         ranked = rank(sparse, dense, mode, alpha)[:k]
         chunks = {c.id: c for c in self.get([i for i, _ in ranked])}
-        hits = [Hit(chunk=chunks[i], score=s, dense_score=dense.get(i), sparse_score=sparse.get(i), rank=r)
+        return [Hit(chunk=chunks[i], score=s, dense_score=dense.get(i), sparse_score=sparse.get(i), rank=r)
                 for r, (i, s) in enumerate(((i, s) for i, s in ranked if i in chunks), 1)]
-        return hits
 
     def as_retriever(self, k: int = 5, mode: str = "hybrid", alpha: float = 0.5):
         """A LangChain ``BaseRetriever`` over this index (documents carry the chunk provenance)."""

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Callable, ClassVar, Literal, get_type_hints
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
+from citegraph.settings import PREFIX, setting
 from citegraph.state.answer import AttributedAnswer, Document
 from citegraph.state.models import hold
 
@@ -29,8 +30,6 @@ ENV_LLM, ENV_VERIFIER, ENV_JUDGE = "CITEGRAPH_LLM", "CITEGRAPH_VERIFIER", "CITEG
 
 def env_default(env: str, default: str) -> str:
     """``$env`` (a :mod:`citegraph.settings` variable) when it is set and not blank, else ``default``."""
-    from citegraph.settings import PREFIX, setting
-
     return setting(env.removeprefix(PREFIX).lower()) or default
 
 

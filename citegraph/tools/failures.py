@@ -41,6 +41,7 @@ from typing import Any, Callable, TypeVar
 from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
 from citegraph.errors import EndpointUnreachable, ModelError, ModelReplyError
+from citegraph.settings import setting
 
 R = TypeVar("R")
 
@@ -55,8 +56,6 @@ class Policy:
 
     @classmethod
     def from_env(cls) -> "Policy":
-        from citegraph.settings import setting
-
         def first(*names: str, default: Any) -> Any:  # the older CITEGRAPH_OPENAI_* names still count
             return next((v for v in map(setting, names) if v is not None), default)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from citegraph.errors import ModelError
+from citegraph.settings import setting
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,7 @@ _assemble_lock = threading.Lock()
 
 def cache_dir() -> Path:
     """``$CITEGRAPH_CACHE``, else ``$XDG_CACHE_HOME/citegraph``, else ``~/.cache/citegraph``."""
-    from citegraph.settings import setting
-
-    if setting("cache") is not None:
-        d = setting("cache")
-    else:
-        d = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "citegraph"
+    d = setting("cache") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "citegraph"
     d.mkdir(parents=True, exist_ok=True)
     return d
 

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 from langchain_core.messages import BaseMessage
 
 from citegraph.errors import ModelError
+from citegraph.settings import setting
 from citegraph.tools.models.base import Messages, _lse, as_messages
 from citegraph.tools.models.calls import _invoke
 from citegraph.tools.models.registry import get_chat_model
@@ -134,8 +135,6 @@ def judge_workers(spec: str) -> int:
     slots = getattr(model, "slots", None)
     if isinstance(slots, int) and slots > 0:
         return slots
-    from citegraph.settings import setting
-
     return setting("judge_workers") or JUDGE_WORKERS
 
 

@@ -18,6 +18,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import PrivateAttr
 
 from citegraph.errors import ModelError, ModelReplyError
+from citegraph.settings import setting
 from citegraph.tools.models.base import LocalChatModel, _lse
 
 _lock = threading.Lock()  # guards the caches below (a model's calls have their own lock)
@@ -89,8 +90,6 @@ atexit.register(_close_llamas)
 def prefix_states_capacity() -> int:
     """How many prompt states the in-process model keeps (``$CITEGRAPH_PREFIX_STATES``, default 32; 0
     keeps none, as before: only the last prompt's prefix is re-used)."""
-    from citegraph.settings import setting
-
     n = setting("prefix_states", ModelError)
     return 32 if n is None else n
 

@@ -12,6 +12,7 @@ from typing import Callable, NamedTuple
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from citegraph.errors import ModelError
+from citegraph.settings import setting
 from citegraph.state.models import held
 from citegraph.tools import failures
 from citegraph.tools.models import llamacpp
@@ -194,8 +195,6 @@ def want_server_slots(n: int | None) -> None:
 def server_slots() -> int:
     """``$CITEGRAPH_SERVER_SLOTS`` (sequences a ``server:`` model decodes at once), else what
     :func:`want_server_slots` asked for, else :data:`~citegraph.tools.models.server.DEFAULT_SLOTS`."""
-    from citegraph.settings import setting
-
     n = setting("server_slots", ModelError)
     if n is not None:
         return n
@@ -206,8 +205,6 @@ def _server_model(arg: str) -> LlamaServerChat:
     """``server:<model>``: the GGUF behind a managed llama-server with ``server_slots()`` slots and,
     with ``$CITEGRAPH_SERVER_DRAFT``, speculative decoding: ``local-small`` or a GGUF path (a draft
     model), or ``ngram`` (drafts copied from where the reply's last tokens occur in the prompt)."""
-    from citegraph.settings import setting
-
     draft = setting("server_draft")
     return LlamaServerChat(model_path=_gguf_path(arg), slots=server_slots(),
                            draft_path=(draft if draft == "ngram" else _gguf_path(draft)) if draft else None)

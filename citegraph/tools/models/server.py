@@ -39,6 +39,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import PrivateAttr
 
 from citegraph.errors import ModelError, ModelReplyError
+from citegraph.settings import setting
 from citegraph.tools.models.base import LocalChatModel
 
 #: the slots a server gets when nothing says otherwise (``$CITEGRAPH_SERVER_SLOTS``). One: on the
@@ -53,8 +54,6 @@ NGRAM_N = 6
 def server_binary() -> str:
     """``$CITEGRAPH_LLAMA_SERVER``, else ``llama-server`` beside this interpreter (``make`` puts it
     there), else on ``PATH``; a one-line ``ModelError`` saying how to build it when none is found."""
-    from citegraph.settings import setting
-
     env = setting("llama_server")
     if env:
         if not os.access(env, os.X_OK):
@@ -120,8 +119,6 @@ class LlamaServer:
         elif self.draft_path:
             cmd += ["--spec-type", "draft-simple", "--spec-draft-model", self.draft_path,
                     "--spec-draft-n-max", str(self.draft_max), "--spec-draft-threads", str(self.threads)]
-        from citegraph.settings import setting
-
         return cmd + shlex.split(setting("server_args"))
 
     def ensure_started(self, timeout: float = 180.0) -> "LlamaServer":
