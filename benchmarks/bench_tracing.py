@@ -17,12 +17,12 @@ few percent from this machine's run-to-run noise (the alternating order keeps a 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,21 +31,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def start_phoenix(port: int = 6077):
-    work = tempfile.mkdtemp(prefix="phoenix-bench-")
-    env = {**os.environ, "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(port + 1), "PHOENIX_HOST": "127.0.0.1",
-           "PHOENIX_WORKING_DIR": work, "PHOENIX_TELEMETRY_ENABLED": "false"}
-    proc = subprocess.Popen([sys.executable, "-m", "phoenix.server.main", "serve"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(240):
-        try:
-            with urllib.request.urlopen(url + "/healthz", timeout=2):
-                return proc, url
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise SystemExit("Phoenix did not start")
+def collector_at(url: str | None) -> contextlib.AbstractContextManager:
+    """``url`` as it is, or a Phoenix started on loopback for the benchmark (tests/loopback.py)."""
+    if url:
+        return contextlib.nullcontext(url)
+    sys.path.insert(0, str(REPO / "tests"))
+    from loopback import phoenix
+
+    return phoenix(Path(tempfile.mkdtemp(prefix="phoenix-bench-")), unavailable=sys.exit)
 
 
 def scripted(n: int, url: str | None) -> int:
@@ -62,9 +55,8 @@ def scripted(n: int, url: str | None) -> int:
     ver = stub_verifier(lambda p, h: 0.9 if h[:20] in p else 0.1)
     e = entry("vanilla")
     graph, ctx = e.build(), e.make_context(llm=spec, verifier=ver, attribution="repair")
-    proc, url = (None, url) if url else start_phoenix()
     times: dict[bool, list[float]] = {False: [], True: []}
-    try:
+    with collector_at(url) as url:
         answer_item(graph, item, ctx)  # warm
         for i in range(2 * n):
             traced = i % 2 == 1
@@ -77,9 +69,6 @@ def scripted(n: int, url: str | None) -> int:
             times[traced].append(time.perf_counter() - t0)
             if traced:
                 tracing.disable()
-    finally:
-        if proc is not None:
-            proc.terminate()
     import statistics
 
     off, on = statistics.median(times[False]) * 1000, statistics.median(times[True]) * 1000
@@ -111,12 +100,12 @@ def main(argv=None) -> int:
     from citegraph.tools.verifier import get_verifier
 
     items = [bundled_example()] + (load_items(args.data, limit=args.items - 1) if args.items > 1 else [])
-    proc, url = (None, args.url) if args.url else start_phoenix()
     model = get_chat_model(args.llm)
     commit = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
-    print(f"commit {commit}; llm {args.llm}; collector {url}; CITEGRAPH_PREFIX_STATES={os.environ['CITEGRAPH_PREFIX_STATES']}")
     totals: dict[tuple[str, bool], float] = {}
-    try:
+    with collector_at(args.url) as url:
+        print(f"commit {commit}; llm {args.llm}; collector {url}; "
+              f"CITEGRAPH_PREFIX_STATES={os.environ['CITEGRAPH_PREFIX_STATES']}")
         for method in args.methods.split(","):
             e = entry(method)
             graph = e.build()
@@ -143,9 +132,6 @@ def main(argv=None) -> int:
                           f"sentences {len(ans.sentences)}" + (f"  spans lost {lost}" if lost else ""), flush=True)
             off, on = totals[(method, False)], totals[(method, True)]
             print(f"{method}: off {off:.1f} s, on {on:.1f} s over {len(items)} items: on/off {on / off:.3f}", flush=True)
-    finally:
-        if proc is not None:
-            proc.terminate()
     return 0
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
+
+from loopback import free_port
 
 BINARIES = ("initdb", "pg_ctl")
 
@@ -36,12 +37,6 @@ def unavailable() -> str | None:
     if os.geteuid() == 0 and shutil.which("runuser") is None:
         return "running as root and runuser is absent: initdb refuses to run as root"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PostgresServer:

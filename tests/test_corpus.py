@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from loopback import free_port, serve
 
 from citegraph.corpus import Chunker, Corpus, add_to_index, build_index, forget_opened, register_retriever
 from citegraph.corpus.fusion import fuse, fuse_ranx
@@ -347,41 +345,15 @@ def test_cli_build_reports_bad_lines_keeps_the_rest_and_exits_2(tmp_path, capsys
 
 
 # ------------------------------------------------------------------------------------- Chroma server
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def chroma_server(tmp_path):
     exe = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
     if not Path(exe).exists():
         pytest.skip("the chroma command is not installed")
-    port = _free_port()
-    log = open(tmp_path / "chroma.log", "w")
-    proc = subprocess.Popen([exe, "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    try:
-        t0 = time.time()
-        while True:
-            if proc.poll() is not None:
-                pytest.skip(f"chroma run exited ({proc.returncode}): {(tmp_path / 'chroma.log').read_text()[-300:]}")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2)
-                break
-            except OSError:
-                if time.time() - t0 > 60:
-                    pytest.skip("chroma run did not answer its heartbeat within 60 s")
-                time.sleep(0.3)
+    port = free_port()
+    with serve([exe, "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1", "--port", str(port)],
+               f"http://127.0.0.1:{port}/api/v2/heartbeat", tmp_path / "chroma.log", "chroma run"):
         yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def test_chroma_server_round_trip(chroma_server, tmp_path):

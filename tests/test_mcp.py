@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import anyio
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from loopback import free_port  # noqa: E402
 from test_pdf import FACTS, survey_pdf  # noqa: E402
 
 from citegraph.cli import main  # noqa: E402
@@ -156,18 +156,12 @@ def test_stdio_server_as_a_client_starts_it():
     assert second.structured_content["sentences"][0]["status"] == "supported"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_http_needs_the_bearer_token_and_a_token_for_other_interfaces(capsys):
     import httpx
 
     assert main(["mcp", "--http", "--host", "0.0.0.0"]) == 2
     assert "is not a loopback address: give --token" in capsys.readouterr().err
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "citegraph.cli", "mcp", "--http", "--port", str(port), "--token", "s3cret"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

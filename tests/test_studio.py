@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,18 +14,11 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
+from loopback import free_port
 
 pytestmark = pytest.mark.studio
 REPO = Path(__file__).resolve().parents[1]
 LANGGRAPH = Path(sys.executable).with_name("langgraph")
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 ANSWER = "The tower is 330 metres tall [2]. It opened in 1889 [1][3]."

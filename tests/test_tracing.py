@@ -7,16 +7,15 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
-import os
-import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
 import uuid
 
 import pytest
+
+import loopback
+from loopback import free_port
 
 from citegraph.cli import main
 from citegraph.tools import tracing
@@ -25,48 +24,14 @@ QUESTION = "What are Alpha and Beta?"
 REPLY = "Alpha was founded in 1901 [1]. Beta is a river in Chile [2]."
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory):
     try:
         import phoenix  # noqa: F401
     except ImportError:
         pytest.skip("arize-phoenix is not installed (it comes with the dev extra)")
-    port, grpc = _free_port(), _free_port()
-    work = tmp_path_factory.mktemp("phoenix")
-    env = {**os.environ, "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(grpc), "PHOENIX_HOST": "127.0.0.1",
-           "PHOENIX_WORKING_DIR": str(work), "PHOENIX_TELEMETRY_ENABLED": "false"}
-    log = open(work / "phoenix.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "phoenix.server.main", "serve"], env=env, stdout=log,
-                            stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.skip(f"Phoenix exited with {proc.returncode} at start: {(work / 'phoenix.log').read_text()[-300:]}")
-            try:
-                with urllib.request.urlopen(url + "/healthz", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                pytest.skip("Phoenix did not answer on loopback within 120 s")
-            time.sleep(0.5)
+    with loopback.phoenix(tmp_path_factory.mktemp("phoenix")) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @contextlib.contextmanager
@@ -181,7 +146,7 @@ def test_index_searches_are_retriever_spans_with_their_hits(phoenix, tmp_path, t
 
 
 def test_bad_trace_urls_are_one_line_errors_before_anything_runs(capsys):
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     for url, says in [("ftp://127.0.0.1/x", "needs an http(s) URL"), (f"http://127.0.0.1:{port}", "no trace collector answers")]:
         assert main(["ask", "vanilla", "--example", "--llm", "nonexistent-model", "--trace", url]) == 2
         err = capsys.readouterr().err.strip()
@@ -211,7 +176,7 @@ def test_traces_url_and_the_off_switch():
 
 
 def test_the_environment_switch_warns_and_runs_untraced_when_no_collector_answers(monkeypatch, caplog):
-    monkeypatch.setenv(tracing.ENV, f"http://127.0.0.1:{_free_port()}")
+    monkeypatch.setenv(tracing.ENV, f"http://127.0.0.1:{free_port()}")
     from citegraph.graphs.registry import build_graph
 
     build_graph("vanilla")
