@@ -15,6 +15,8 @@ Backends, chosen by ``spec``:
   asks RAAC's Table 16 evaluator question (a data annotator: does the passage fully support the
   sentence, "Yes." or "No."), the prompt RAAC's Table 4 reports its citation metrics under;
   ``:ours`` (the default) is our own wording (``JUDGE_PROMPT``).
+* ``<any spec above>+checks`` -- that verifier with structural checks (``checks``): a claim that
+  negates, flips, renumbers, renames or swaps the roles of what its premise says is capped at 0.1.
 
 Every backend is batched (pairs sorted by length), cached on ``(premise, hypothesis)`` and counts
 what it did in :class:`VerifierStats`. Premises longer than ``max_premise_tokens`` are split into
@@ -26,11 +28,12 @@ Hugging Face cache -- ``HF_HUB_OFFLINE=1`` is set before loading).
 
 The package: ``base`` (the protocol: Verifier, VerifierStats, FunctionVerifier), ``hf`` (the two
 Hugging Face backends), ``judge`` (the LLM judge; its prompts in ``citegraph.prompts.judge``) and
-``registry`` (get_verifier, register_verifier, check_verifier_spec, with_threshold). Every public
+``checks`` (rule-based conflicts, CheckedVerifier) and ``registry`` (get_verifier, register_verifier, check_verifier_spec, with_threshold). Every public
 name is importable from here.
 """
 
 from citegraph.prompts.judge import JUDGE_PROMPT, JUDGE_PROMPTS, TABLE16_PROMPT
+from citegraph.tools.verifier.checks import CheckedVerifier, Finding, find_conflicts
 from citegraph.tools.verifier.base import DEFAULT_THRESHOLD, FunctionVerifier, Pair, Verifier, VerifierStats
 from citegraph.tools.verifier.hf import (
     HFClassifierVerifier,
@@ -54,6 +57,9 @@ from citegraph.tools.verifier.registry import (
 )
 
 __all__ = [
+    "CheckedVerifier",
+    "Finding",
+    "find_conflicts",
     "ASSET_DIR",
     "DEFAULT_SETTINGS",
     "DEFAULT_THRESHOLD",

@@ -19,7 +19,7 @@ ASSET_DIR = Path(__file__).resolve().parents[2] / "assets" / "verifier"
 
 _REGISTRY: dict[str, Verifier] = {}
 _INSTANCES: dict[tuple, Verifier] = {}
-_FACTORY_LOCK = threading.Lock()
+_FACTORY_LOCK = threading.RLock()  # re-entrant: a "+checks" spec builds its base inside
 
 # settings of the bundled model (see citegraph/assets/verifier/MODEL_CARD.md); the training run
 # writes its sequence length and inference settings to inference.json beside the weights
@@ -88,7 +88,15 @@ def _freeze(v: Any) -> Any:
         return repr(v)
 
 
+CHECKS_SUFFIX = "+checks"
+
+
 def _build(spec: str, kw: dict[str, Any]) -> Verifier:
+    if spec.endswith(CHECKS_SUFFIX) and len(spec) > len(CHECKS_SUFFIX):
+        # structural checks over another verifier (citegraph.tools.verifier.checks); knobs go to the base
+        from citegraph.tools.verifier.checks import CheckedVerifier
+
+        return CheckedVerifier(get_verifier(spec[: -len(CHECKS_SUFFIX)], **kw))
     name, _, arg = spec.partition(":")
     if spec == "default":
         if not (ASSET_DIR / "config.json").exists():
@@ -104,7 +112,7 @@ def _build(spec: str, kw: dict[str, Any]) -> Verifier:
         return LLMJudgeVerifier(spec, chat_spec=chat_spec, **kw)
     raise ValueError(
         f"unknown verifier spec {spec!r}; use default, hf-classifier:<path>, hf-seq2seq:<path>, "
-        "llm-judge[:<chat spec>][:table16] or a registered name"
+        "llm-judge[:<chat spec>][:table16] or a registered name, each optionally followed by +checks"
     )
 
 
@@ -119,6 +127,9 @@ def check_verifier_spec(spec: str, where: str = "verifier") -> str:
     with _FACTORY_LOCK:
         if spec in _REGISTRY:
             return spec
+    if spec.endswith(CHECKS_SUFFIX) and len(spec) > len(CHECKS_SUFFIX):
+        check_verifier_spec(spec[: -len(CHECKS_SUFFIX)], where)
+        return spec
     name, _, arg = spec.partition(":")
     if spec == "default" or (name in ("hf-classifier", "hf-seq2seq") and arg):
         return spec
@@ -126,7 +137,7 @@ def check_verifier_spec(spec: str, where: str = "verifier") -> str:
         check_chat_spec(parse_judge_spec(arg)[0], f"{where} {spec!r}")
         return spec
     raise InputError(f"{where}: unknown verifier spec {spec!r}; use default, hf-classifier:<path>, hf-seq2seq:<path>, "
-                     "llm-judge[:<chat spec>][:table16] or a registered name")
+                     "llm-judge[:<chat spec>][:table16] or a registered name, each optionally followed by +checks")
 
 
 def get_verifier(spec: str = "default", **kw) -> Verifier:

@@ -1,0 +1,569 @@
+"""Structural checks a cross-encoder misses: a claim that negates, flips, renumbers or swaps the roles of
+what its premise says.
+
+The bundled cross-encoder scores "The drug did not ease symptoms" and "YouTube acquired Google" as
+supported by premises saying the opposite (docs/verifier.md). :func:`find_conflicts` looks for five
+kinds of conflict between a claim and the premise sentence it aligns with, by rules over words (no
+tagger or parser ships here):
+
+- ``negation``: the claim negates words the premise asserts, or asserts words the premise only negates;
+- ``antonym``: the claim has a word whose opposite (rose/fell, approved/rejected, effective/ineffective)
+  stands in the aligned premise sentence instead;
+- ``number``: a number, month or year of the claim is nowhere in the premise;
+- ``name``: a capitalised name of the claim is nowhere in the premise;
+- ``role``: two words on either side of a shared verb or comparative trade sides (A acquired B / B
+  acquired A), with the passive voice taken into account.
+
+:class:`CheckedVerifier` (spec ``<base spec>+checks``) caps the base verifier's score at ``cap`` for a
+pair with a conflict, so the sentence is not called supported. Each rule fires only when the claim and
+the premise otherwise talk about the same thing; how often each fires on supported and unsupported
+pairs is measured by ``benchmarks/bench_verifier.py --verifier default+checks``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Sequence
+
+from citegraph.tools.verifier.base import Pair, Verifier
+
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]|\d+(?:[.,]\d+)*|[.,;:!?()]")
+# a number standing alone: not the 19 of COVID-19, the 2 of CO2, the 3 of Q3 nor a decade (1990s)
+_NUMBER = re.compile(r"(?<![A-Za-z]-)(?<![\w.])(?<!\d,)(\d+(?:[.,]\d+)*)(?![\d,.]*\d)(?!'?s\b)(?![A-Za-z]|-[A-Za-z]*\d)")
+_BOUND_BEFORE = re.compile(r"\b(?:before|after|over|under|than|least|most|above|below|within|beyond|exceeding|"
+                           r"nearly|almost)\W{0,2}$", re.I)
+_CLAUSE_END = {".", ",", ";", ":", "!", "?", "(", ")", "but", "although", "though", "while", "whereas",
+               "however", "yet", "because", "which", "who", "whom", "whose", "where", "when"}
+
+STOP = set("""a an the and or of to in on at by for with from as is are was were be been being has have had do does
+did this that these those it its he she they them his her their there here which who whom whose what when where
+why how than then so such into onto over under about after before during also only just very more most less
+least much many some any each every other another can could will would shall should may might must i we you our
+your my me us him one two all both either own same s up out off down again further once per via upon within
+between through against among while if but because although though whether not no never""".split())
+
+_NEG = {"not", "no", "never", "n't", "without", "none", "nobody", "nothing", "neither", "nor", "cannot",
+        "lack", "lacks", "lacked", "lacking", "unable", "fail", "fails", "failed", "absent"}
+_NEG_PHRASES_SKIP = {("not", "only"), ("not", "just"), ("not", "merely"), ("not", "simply"), ("no", "less"), ("not", "less"), ("no", "doubt"),
+                     ("nothing", "but"), ("or", "not")}
+
+# words that carry a negative meaning without a negation: a claim with one may restate a premise's "not"
+_NEGATIVE_MEANING = {"avoid", "avoided", "avoids", "excluding", "except", "yet", "despite", "prevent",
+                     "prevented", "refuse", "refused", "deny", "denied", "reject", "rejected", "absent", "free",
+                     "lack", "lacked", "missing", "instead", "rather", "unlike", "neither", "nor", "only", "stop",
+                     "stopped", "ended", "halted", "declined", "failed", "unable", "ruled"}
+
+_WORD_NUMBERS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+                 "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13", "fourteen": "14",
+                 "fifteen": "15", "sixteen": "16", "seventeen": "17", "eighteen": "18", "nineteen": "19",
+                 "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70",
+                 "eighty": "80", "ninety": "90", "dozen": "12"}
+_SCALE = {"hundred", "thousand", "million", "billion", "and"}
+# a number after these is a bound, not a value the premise must state ("died before 30 BC")
+_BOUND = {"before", "after", "over", "under", "than", "least", "most", "above", "below", "within", "beyond",
+          "exceeding", "nearly", "almost"}
+_MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december"}
+
+# opposite words (each maps both ways); inflected forms share a stem, so one form per pair suffices
+_ANTONYMS = [("increase", "decrease"), ("increase", "reduce"), ("rise", "fall"), ("rose", "fell"),
+             ("raise", "lower"), ("grow", "shrink"), ("gain", "lose"), ("win", "lose"), ("won", "lost"),
+             ("approve", "reject"), ("accept", "reject"), ("accept", "refuse"), ("allow", "ban"),
+             ("allow", "forbid"), ("allow", "prohibit"), ("permit", "ban"), ("succeed", "fail"),
+             ("open", "close"), ("begin", "end"), ("start", "end"), ("start", "stop"), ("higher", "lower"),
+             ("larger", "smaller"), ("bigger", "smaller"), ("more", "fewer"), ("more", "less"),
+             ("greater", "smaller"), ("greater", "less"), ("longer", "shorter"), ("faster", "slower"),
+             ("older", "younger"), ("earlier", "later"), ("before", "after"), ("first", "last"),
+             ("support", "oppose"), ("favour", "against"), ("favor", "against"), ("improve", "worsen"),
+             ("positive", "negative"), ("true", "false"), ("alive", "dead"), ("male", "female"),
+             ("north", "south"), ("east", "west"), ("northern", "southern"), ("eastern", "western"),
+             ("buy", "sell"), ("bought", "sold"), ("include", "exclude"), ("confirm", "deny"),
+             ("always", "never"), ("common", "rare"), ("strong", "weak"), ("best", "worst"),
+             ("maximum", "minimum"), ("highest", "lowest"), ("largest", "smallest"), ("most", "least"),
+             ("above", "below"), ("inside", "outside"), ("import", "export"), ("expand", "contract"),
+             ("strengthen", "weaken"), ("cheaper", "expensive"), ("high", "low"), ("rich", "poor"),
+             ("success", "failure"), ("victory", "defeat"), ("safe", "dangerous"), ("easy", "difficult"),
+             ("easier", "harder"), ("heavier", "lighter"), ("hot", "cold"), ("warm", "cool"),
+             ("increasing", "declining"), ("increase", "decline"), ("rise", "decline"), ("rise", "drop"),
+             ("join", "leave"), ("joined", "left"), ("arrive", "depart"), ("hire", "fire"), ("hire", "dismiss"),
+             ("love", "hate"), ("like", "dislike"), ("agree", "disagree"), ("present", "absent"),
+             ("public", "private"), ("legal", "illegal"), ("possible", "impossible"), ("likely", "unlikely"),
+             ("effective", "ineffective"), ("able", "unable"), ("known", "unknown"), ("married", "unmarried"),
+             ("healthy", "unhealthy"), ("safe", "unsafe"), ("stable", "unstable"), ("fair", "unfair"),
+             ("regular", "irregular"), ("relevant", "irrelevant"), ("responsible", "irresponsible"),
+             ("mature", "immature"), ("mortal", "immortal"), ("visible", "invisible"), ("active", "inactive"),
+             ("accurate", "inaccurate"), ("complete", "incomplete"), ("correct", "incorrect"),
+             ("sufficient", "insufficient"), ("significant", "insignificant"), ("approve", "disapprove"),
+             ("agreement", "disagreement"), ("advantage", "disadvantage"), ("honest", "dishonest")]
+
+_BE = {"is", "are", "was", "were", "be", "been", "being", "got", "gets", "get"}
+_IRREGULAR_PARTICIPLES = set("""beaten bought sold won hit led met left taken given told taught caught brought built
+chosen driven eaten fed fought found kept paid seen sent struck overtaken written made done known held run born
+shown grown drawn thrown sung begun spoken stolen broken""".split())
+
+
+# common irregular verbs: their past forms share the stem of the base form
+_IRREGULAR_LEMMA = {f: base for base, forms in {
+    "go": "went gone goes", "be": "was were been is are am", "have": "had has", "do": "did done does",
+    "make": "made", "take": "took taken", "give": "gave given", "get": "got gotten", "come": "came",
+    "see": "saw seen", "know": "knew known", "find": "found", "think": "thought", "tell": "told", "say": "said",
+    "become": "became", "leave": "left", "feel": "felt", "bring": "brought", "begin": "began begun",
+    "keep": "kept", "hold": "held", "write": "wrote written", "stand": "stood", "hear": "heard", "let": "lets",
+    "mean": "meant", "meet": "met", "run": "ran", "pay": "paid", "sit": "sat", "speak": "spoke spoken",
+    "lead": "led", "grow": "grew grown", "lose": "lost", "fall": "fell fallen", "send": "sent",
+    "build": "built", "win": "won", "rise": "rose risen", "buy": "bought", "sell": "sold", "teach": "taught",
+    "catch": "caught", "fight": "fought", "choose": "chose chosen", "drive": "drove driven",
+    "break": "broke broken", "eat": "ate eaten", "beat": "beaten", "steal": "stole stolen", "bite": "bit bitten",
+    "draw": "drew drawn", "throw": "threw thrown", "sing": "sang sung", "swim": "swam swum",
+    "shake": "shook shaken", "forbid": "forbade forbidden", "spend": "spent", "lend": "lent", "dig": "dug",
+    "freeze": "froze frozen", "hide": "hid hidden", "ride": "rode ridden", "wear": "wore worn",
+    "tear": "tore torn", "strike": "struck", "sink": "sank sunk", "shrink": "shrank shrunk",
+    "flee": "fled", "seek": "sought", "lay": "laid", "fly": "flew flown", "forget": "forgot forgotten",
+}.items() for f in forms.split()}
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    w = word.lower().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    return _stemmer().stem(_IRREGULAR_LEMMA.get(w, w))
+
+
+@lru_cache(maxsize=1)
+def _antonym_stems() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for a, b in _ANTONYMS:
+        sa, sb = stem(a), stem(b)
+        if sa != sb:
+            out.setdefault(sa, set()).add(sb)
+            out.setdefault(sb, set()).add(sa)
+    return out
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One conflict between a claim and its premise: its kind and the words that show it."""
+
+    kind: str  # negation, antonym, number, name, role
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.detail}"
+
+
+@dataclass
+class _Text:
+    tokens: list[str]  # as written
+    lower: list[str]
+    stems: list[str]
+
+    @classmethod
+    def of(cls, text: str) -> "_Text":
+        toks = []
+        for t in _TOKEN.findall(text.replace("’", "'")):
+            if t.lower().endswith("n't") and len(t) > 3:  # didn't -> did n't
+                toks += [t[:-3], "n't"]
+            else:
+                toks.append(t)
+        low = [t.lower() for t in toks]
+        return cls(toks, low, [stem(t) if t[0].isalpha() else t for t in low])
+
+    def content(self) -> set[str]:
+        return {s for s, w in zip(self.stems, self.lower) if _is_content(w)}
+
+
+def _is_content(w: str) -> bool:
+    return (w[0].isalnum()) and w not in STOP and w not in _NEG and w != "n't"
+
+
+def _sentences(text: str) -> list[str]:
+    from citegraph.tools.sentences import split_sentences
+
+    return [s for s in split_sentences(text) if s.strip()] or [text]
+
+
+def _neg_scopes(t: _Text) -> list[tuple[int, int, set[str], str]]:
+    """(cue position, scope end, content stems of the scope, its first content stem) for each negation
+    cue: the scope is the words after the cue up to the clause's end or 8 words. Hedges ("might or might
+    not", "whether or not") and "not only" are not negations."""
+    out = []
+    n = len(t.lower)
+    for i, w in enumerate(t.lower):
+        if w not in _NEG:
+            continue
+        nxt = t.lower[i + 1] if i + 1 < n else ""
+        if (w, nxt) in _NEG_PHRASES_SKIP or "or" in t.lower[max(0, i - 3): i]:
+            continue
+        scope: set[str] = set()
+        head = ""
+        end = i + 1
+        while end < min(n, i + 9) and t.lower[end] not in _CLAUSE_END:
+            if _is_content(t.lower[end]):
+                scope.add(t.stems[end])
+                head = head or t.stems[end]
+            end += 1
+        out.append((i, end, scope, head))
+    return out
+
+
+def _outside(t: _Text, scopes) -> set[str]:
+    """Content stems of ``t`` that stand outside every negation scope."""
+    inside = {k for i, end, _, _ in scopes for k in range(i, end)}
+    return {s for k, s in enumerate(t.stems) if k not in inside and _is_content(t.lower[k])}
+
+
+def _numbers(text: str, t: _Text, claim: bool = False) -> set[str]:
+    """Numbers (digits without separators, cardinal words), and months written as names ("May" only
+    beside a number). In a claim, bounds ("before 1990", "more than 20") and a list's "9)" are left out."""
+    out = set()
+    for m in _NUMBER.finditer(text):
+        if claim and (_BOUND_BEFORE.search(text[max(0, m.start() - 12): m.start()])
+                      or (not text[: m.start()].strip() and text[m.end(): m.end() + 1] in (")", "."))):
+            continue
+        v = m.group(1).replace(",", "")
+        out.add(v[:-2] if v.endswith(".0") else v)
+    n = len(t.tokens)
+    for i, (tok, low) in enumerate(zip(t.tokens, t.lower)):
+        prev = t.lower[i - 1] if i else ""
+        nxt = t.lower[i + 1] if i + 1 < n else ""
+        if low in _WORD_NUMBERS and nxt not in _SCALE and prev not in _SCALE - {"and"} and \
+                not (prev == "and" and i > 1 and t.lower[i - 2] in _SCALE) and not (claim and prev in _BOUND):
+            out.add(_WORD_NUMBERS[low])
+        elif low in _MONTHS and tok[0].isupper() and (low != "may" or prev[:1].isdigit() or nxt[:1].isdigit()):
+            out.add(low)
+    return out
+
+
+def _names(claim: _Text) -> list[str]:
+    """Capitalised words of the claim that are not its first word nor a function word."""
+    out = []
+    for i, (tok, low) in enumerate(zip(claim.tokens, claim.lower)):
+        if i == 0 or not tok[0].isupper() or not tok[0].isalpha() or low in STOP or len(tok) < 2:
+            continue
+        if claim.lower[i - 1] in (".", ":", "!", "?", "("):
+            continue
+        if low in _MONTHS or low in _WORD_NUMBERS or tok.isupper() and len(tok) > 4:  # SHOUTED words
+            continue
+        out.append(tok)
+    return out
+
+
+def _passive_at(t: _Text, i: int) -> bool:
+    """The verb at ``i`` is a passive participle: a form of "be" just before it, or "by" after it in the
+    same clause (within 8 words; not "by" + a gerund)."""
+    w = t.lower[i]
+    if not (w.endswith(("ed", "en")) or w in _IRREGULAR_PARTICIPLES):
+        return False
+    if any(x in _BE for x in t.lower[max(0, i - 2): i]):
+        return True
+    if i and t.lower[i - 1] in ("and", "or"):  # "was begun by X and completed in 80 AD"
+        for k in range(i - 2, max(-1, i - 10), -1):
+            if t.lower[k] in _CLAUSE_END:
+                break
+            if t.lower[k] in _BE:
+                return True
+    for k in range(i + 1, min(len(t.lower), i + 9)):
+        nxt = t.lower[k]
+        if nxt == "by":
+            return not (k + 1 < len(t.lower) and t.lower[k + 1].endswith("ing"))
+        if nxt in _CLAUSE_END or nxt in _BE:
+            return False
+    return False
+
+
+def _named(t: _Text, k: int, other: _Text | None = None) -> bool:
+    """The word at ``k`` is a name: capitalised, not a month, and not only as the text's first word (a
+    first word counts when ``other`` writes it capitalised as well, and neither in lower case)."""
+    tok = t.tokens[k]
+    if not tok[0].isalpha() or tok.lower() in _MONTHS or not tok[0].isupper():
+        return False
+    if k > 0 or tok.isupper() or t.tokens.count(tok) > 1:
+        return True
+    # a first word: a name if the other text writes it capitalised too and neither text writes it in lower case
+    low = tok.lower()
+    return other is not None and tok in other.tokens and low not in t.tokens and low not in other.tokens
+
+
+def _first(stems: list[str], s: str) -> int:
+    return stems.index(s)
+
+
+class _Pair:
+    def __init__(self, premise: str, claim: str):
+        self.premise_text = premise
+        self.claim_text = claim
+        self.claim = _Text.of(claim)
+        self.premise = _Text.of(premise)
+        self.sents = [_Text.of(s) for s in _sentences(premise)]
+        self.claim_content = self.claim.content()
+        self.premise_content = self.premise.content()
+        overlaps = [len(self.claim_content & s.content()) for s in self.sents]
+        self.best = self.sents[max(range(len(self.sents)), key=lambda k: overlaps[k])] if self.sents else self.premise
+        self.best_overlap = max(overlaps) if overlaps else 0
+
+    def coverage(self) -> float:
+        """Share of the claim's content words found anywhere in the premise."""
+        c = self.claim_content
+        return len(c & self.premise_content) / len(c) if c else 0.0
+
+    def aligned(self) -> bool:
+        """The claim and its best premise sentence talk about the same thing."""
+        c = self.claim_content
+        return bool(c) and self.best_overlap >= max(2, 0.5 * len(c))
+
+
+def _negation(p: _Pair) -> Finding | None:
+    prem_scopes = _neg_scopes(p.premise)
+    prem_negated: set[str] = set().union(*[sc for _, _, sc, _ in prem_scopes]) if prem_scopes else set()
+    prem_positive = _outside(p.premise, prem_scopes)
+    claim_scopes = _neg_scopes(p.claim)
+    best_scopes = _neg_scopes(p.best)
+    best_negated: set[str] = set().union(*[sc for _, _, sc, _ in best_scopes]) if best_scopes else set()
+    best_positive = _outside(p.best, best_scopes)
+    # the claim negates what the premise asserts: the negated word stands unnegated in the sentence it aligns
+    # with, and no sentence of the premise negates it together with the claim's other negated words
+    for i, _, scope, head in claim_scopes:
+        if p.claim.lower[i] == "without":  # "without compromising quality": seldom the claim's point
+            continue
+        if not head or head not in best_positive or head in best_negated or not p.aligned():
+            continue
+        if any(head in sc and (scope - {head}) & sc for _, _, sc, _ in prem_scopes):
+            continue
+        return Finding("negation", f"the claim says {p.claim.tokens[i]!r} of {_show(p.claim, {head})}, "
+                                   "the premise does not")
+    if claim_scopes or len(p.claim.tokens) > 40:
+        return None
+    # the claim asserts what the premise only negates: the negated word of the sentence it aligns with ...
+    if p.aligned() and not any(w in _NEGATIVE_MEANING for w in p.claim.lower):
+        for i, _, _, head in best_scopes:
+            # the word right after the cue ("was not broken", "does not add"), not a name ("no Trucks")
+            k = next((k for k in range(i + 1, min(i + 4, len(p.best.stems))) if p.best.stems[k] == head), None)
+            if k is None or p.best.tokens[k][0].isupper():
+                continue
+            if head in p.claim_content and head not in prem_positive:
+                return Finding("negation", f"the premise negates {_show(p.claim, {head})}, the claim asserts it")
+    # ... or a negated verb of the premise together with a word the premise says only under that negation
+    # ("did not protect infants" -> "protected infants"), or two such words
+    if p.coverage() >= 0.7 and not any(w in _NEGATIVE_MEANING for w in p.claim.lower):
+        for _, _, sc, head in prem_scopes:
+            only = (sc & p.claim_content) - prem_positive - {head}
+            if head in p.claim_content and only and not p.premise.tokens[p.premise.stems.index(head)][0].isupper():
+                return Finding("negation", f"the premise negates {_show(p.claim, only | {head})}, the claim asserts it")
+    if p.coverage() >= 0.7:
+        only_negated = {s for s in p.claim_content if s in prem_negated and s not in prem_positive}
+        if len(only_negated) >= 2:
+            return Finding("negation", f"the premise negates {_show(p.claim, only_negated)}, the claim asserts it")
+    return None
+
+
+def _antonym(p: _Pair) -> Finding | None:
+    if not p.aligned():
+        return None
+    ants = _antonym_stems()
+    best = set(p.best.stems)
+    claim_neg = any(w in _NEG for w in p.claim.lower)
+    for k, s in enumerate(p.claim.stems):
+        if s in ants and s not in best and not claim_neg:
+            opposite = ants[s] & best
+            if opposite:
+                return Finding("antonym", f"the claim has {p.claim.tokens[k]!r} where the premise has "
+                                          f"{_show(p.best, opposite)}")
+    return None
+
+
+def _number(p: _Pair) -> Finding | None:
+    claim_nums = _numbers(p.claim_text, p.claim, claim=True)
+    if not claim_nums or p.coverage() < 0.5:
+        return None
+    prem_nums = _numbers(p.premise_text, p.premise)
+    prem_text = p.premise_text.replace(",", "")
+    missing = sorted(x for x in claim_nums if x not in prem_nums and not re.search(rf"(?<![\d.]){re.escape(x)}(?![\d])", prem_text))
+    if missing:
+        return Finding("number", f"{', '.join(missing)} not in the premise")
+    return _number_slot(p)
+
+
+def _number_slot(p: _Pair) -> Finding | None:
+    """A number of the claim stands in the premise, but the word after it (its unit: "310 metres") follows
+    another number there, and never this one ("142 metres" in the premise, 310 of something else)."""
+    c = p.claim
+    if p.coverage() < 0.5:
+        return None
+    follows: dict[str, set[str]] = {}
+    t = p.premise
+    for k in range(len(t.tokens) - 1):
+        if t.tokens[k][0].isdigit() or t.lower[k] in _WORD_NUMBERS:
+            num = _WORD_NUMBERS.get(t.lower[k], t.tokens[k].replace(",", ""))
+            follows.setdefault(t.stems[k + 1], set()).add(num)
+    for k in range(len(c.tokens) - 1):
+        if not (c.tokens[k][0].isdigit() or c.lower[k] in _WORD_NUMBERS) or not _is_content(c.lower[k + 1]):
+            continue
+        if k and c.lower[k - 1] in _BOUND:
+            continue
+        num = _WORD_NUMBERS.get(c.lower[k], c.tokens[k].replace(",", ""))
+        others = follows.get(c.stems[k + 1], set())
+        if others and num not in others:
+            return Finding("number", f"{c.tokens[k]} {c.tokens[k + 1]}: the premise has "
+                                     f"{', '.join(sorted(others))} {c.tokens[k + 1]}")
+    return None
+
+
+def _name(p: _Pair) -> Finding | None:
+    if p.coverage() < 0.5:
+        return None
+    names = _names(p.claim)
+    content = [t for t in p.claim.tokens[1:] if t[0].isalpha() and _is_content(t.lower())]
+    if content and sum(t[0].isupper() for t in content) > 0.8 * len(content):  # a title-case headline
+        return None
+    prem_low = p.premise_text.lower().replace("-", " ")
+    for name in names:
+        if name.rstrip("s").isupper():  # an acronym (AMI, EKG, GANs) may stand for words the premise spells out
+            continue
+        low = re.sub(r"'s$", "", name.lower()).replace("-", " ")
+        root = low[:4] if len(low) >= 6 else low  # German/Germany, Canadian/Canada, Greek/Greece
+        if low not in prem_low and root not in prem_low:
+            return Finding("name", f"{name!r} is not in the premise")
+    return None
+
+
+def _role(p: _Pair) -> Finding | None:
+    """Two names on either side of a shared verb or comparative trade sides (voice taken into account)."""
+    if not p.aligned():
+        return None
+    c, b = p.claim, p.best
+    shared = {s for s in p.claim_content & b.content() if c.stems.count(s) == 1 and b.stems.count(s) == 1}
+    for i, s in enumerate(c.stems):
+        if s not in shared or not _pivot(c, i):
+            continue
+        before = [k for k in range(i) if c.stems[k] in shared and _named(c, k, b)]
+        after = [k for k in range(i + 1, len(c.stems)) if c.stems[k] in shared and _named(c, k, b)]
+        if not before or not after:
+            continue
+        ka, kz = before[-1], after[0]
+        if i - ka > 4 or kz - i > 4:  # the verb's own arguments, not words from elsewhere in the sentence
+            continue
+        a, z = c.stems[ka], c.stems[kz]
+        j, ja, jz = _first(b.stems, s), _first(b.stems, a), _first(b.stems, z)
+        if not (_named(b, ja, c) and _named(b, jz, c)) or _joined(c, ka, kz):
+            continue
+        reversed_ = jz < j < ja
+        kept = ja < j < jz
+        if not (reversed_ or kept):
+            continue
+        c_passive, b_passive = _passive_at(c, i), _passive_at(b, j)
+        # a passive's second argument must be its agent ("by Google"), not a phrase such as "for Zootopia"
+        if (c_passive and "by" not in c.lower[max(i, kz - 3): kz]) or \
+                (b_passive and "by" not in b.lower[max(j, max(ja, jz) - 3): max(ja, jz)]):
+            continue
+        voice_differs = c_passive != b_passive
+        if reversed_ != voice_differs:
+            return Finding("role", f"{c.tokens[ka]!r} and {c.tokens[kz]!r} trade places around {c.tokens[i]!r}")
+    return None
+
+
+def _pivot(t: _Text, i: int) -> bool:
+    """A verb or comparative: a past form, a verb after an auxiliary, or a word followed by "than"."""
+    w = t.lower[i]
+    nxt = t.lower[i + 1] if i + 1 < len(t.lower) else ""
+    prev = t.lower[i - 1] if i else ""
+    if nxt == "than" or prev in ("more", "less"):
+        return True
+    if w.endswith("ed") and len(w) > 4:
+        return True
+    if w in _IRREGULAR_PARTICIPLES or w in {"beat", "bought", "sold", "won", "led", "met", "took", "gave", "told",
+                                            "caught", "brought", "built", "chose", "ate", "fought", "found", "paid",
+                                            "saw", "sent", "owns", "leads", "beats", "follows", "employs", "precedes"}:
+        return True
+    return prev in {"will", "would", "can", "could", "did", "does", "do", "to"} and w.isalpha()
+
+
+def _joined(t: _Text, a: int, z: int) -> bool:
+    """The two words are listed together ("A and B met"): a symmetric reading, not a role."""
+    between = t.lower[a + 1: z]
+    return any(w in ("and", "with", "between", "both", "each", "other") for w in between) and len(between) <= 2
+
+
+def _show(t: _Text, stems: set[str]) -> str:
+    words = []
+    for tok, s in zip(t.tokens, t.stems):
+        if s in stems and tok not in words:
+            words.append(tok)
+    return "'" + " ".join(words[:4]) + "'"
+
+
+RULES = {"negation": _negation, "antonym": _antonym, "number": _number, "name": _name, "role": _role}
+
+
+def find_conflicts(premise: str, claim: str, rules: Sequence[str] = tuple(RULES)) -> list[Finding]:
+    """The conflicts :data:`RULES` find between ``claim`` and ``premise`` (empty: none found)."""
+    if not premise.strip() or not claim.strip():
+        return []
+    p = _Pair(premise, claim)
+    out = []
+    for name in rules:
+        f = RULES[name](p)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+class CheckedVerifier(Verifier):
+    """A base verifier whose score is capped at ``cap`` for a pair :func:`find_conflicts` flags: the pair
+    cannot be called supported, nor partly supported (``attribution_partial`` is 0.2). The base keeps the
+    cache and the counters (``stats`` is the base's); ``flagged`` counts the capped pairs, per kind in
+    ``flagged_by``."""
+
+    def __init__(self, base: Verifier, cap: float = 0.1, rules: Sequence[str] = tuple(RULES)):
+        unknown = [r for r in rules if r not in RULES]
+        if unknown:
+            raise ValueError(f"unknown check(s) {', '.join(unknown)}; known: {', '.join(RULES)}")
+        super().__init__(spec=f"{base.spec}+checks", threshold=base.threshold, batch_size=base.batch_size)
+        self.base, self.cap, self.rules = base, float(cap), tuple(rules)
+        self.stats = base.stats
+        self.flagged = 0
+        self.flagged_by: dict[str, int] = {}
+        self._found: dict[Pair, list[Finding]] = {}
+
+    def _score(self, pairs: list[Pair]) -> list[float]:
+        scores = self.base._score(pairs)  # cached, counted and recorded once, by the base
+        out = []
+        with self._lock:
+            for pair, s in zip(pairs, scores):
+                if s > self.cap and self._conflicts(pair):
+                    s = self.cap
+                out.append(s)
+        return out
+
+    def _conflicts(self, pair: Pair) -> list[Finding]:
+        found = self._found.get(pair)
+        if found is None:
+            found = self._found[pair] = find_conflicts(pair[0], pair[1], self.rules)
+            if found:
+                self.flagged += 1
+                for f in found:
+                    self.flagged_by[f.kind] = self.flagged_by.get(f.kind, 0) + 1
+        return found
+
+    def explain(self, premise: str, claim: str) -> list[Finding]:
+        """Why a pair is capped (empty: it is not)."""
+        return find_conflicts(premise, claim, self.rules)
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._found.clear()
+        self.base.clear_cache()
+
+    def __getattr__(self, name: str):  # the base's settings: max_length, max_windows, device, quantized, ...
+        if name == "base":
+            raise AttributeError(name)
+        return getattr(self.base, name)

@@ -1,0 +1,130 @@
+"""Structural checks (citegraph.tools.verifier.checks): each rule fires on the conflict it is written for
+and stays quiet on the supported reading of the same premise; ``<spec>+checks`` caps a verifier's score.
+The sentences here are invented for these tests (none is from the minimal-pair suite)."""
+
+from __future__ import annotations
+
+import pytest
+
+from citegraph.errors import InputError
+from citegraph.tools.verifier import (
+    CheckedVerifier,
+    FunctionVerifier,
+    check_verifier_spec,
+    clear_verifier_cache,
+    find_conflicts,
+    get_verifier,
+    register_verifier,
+)
+
+
+def kinds(premise: str, claim: str) -> list[str]:
+    return [f.kind for f in find_conflicts(premise, claim)]
+
+
+LAB = ("The Orvik laboratory tested the new vaccine on 400 volunteers in March 2021. "
+       "The vaccine protected adults against the virus. It did not protect infants.")
+
+
+@pytest.mark.parametrize("claim, kind", [
+    ("The new vaccine did not protect adults against the virus.", "negation"),  # a negation added
+    ("The Orvik vaccine protected infants against the virus.", "negation"),  # one removed
+    ("The Orvik laboratory tested the new vaccine on 300 volunteers.", "number"),  # a number changed
+    ("The Orvik laboratory tested the new vaccine on 400 volunteers in May 2021.", "number"),  # a month
+    ("The Halden laboratory tested the new vaccine on 400 volunteers in March 2021.", "name"),
+])
+def test_each_rule_fires_on_its_conflict(claim, kind):
+    assert kinds(LAB, claim) == [kind]
+
+
+@pytest.mark.parametrize("claim", [
+    "The Orvik laboratory tested the new vaccine on 400 volunteers.",
+    "In March 2021 the new vaccine was tested on four hundred volunteers by the Orvik laboratory.",
+    "The vaccine did not protect infants against the virus.",  # the premise's own negation
+    "The vaccine protected adults.",
+    "The vaccine, tested on 400 volunteers, protected adults against the virus.",  # two sentences joined
+])
+def test_supported_readings_pass(claim):
+    assert kinds(LAB, claim) == []
+
+
+def test_antonyms_are_read_in_the_sentence_the_claim_aligns_with():
+    premise = ("Shares of Brannock Mills rose 6 percent on Friday after strong sales. "
+               "Shares of its rival fell after a weak forecast.")
+    assert kinds(premise, "Shares of Brannock Mills fell 6 percent on Friday after strong sales.") == ["antonym"]
+    assert kinds(premise, "Shares of Brannock Mills rose on Friday.") == []
+    # the antonym's pair also works for prefixed opposites
+    assert kinds("The drug was ineffective against the fungus in the Tarrow trial.",
+                 "The drug was effective against the fungus in the Tarrow trial.") == ["antonym"]
+
+
+def test_role_swaps_with_the_passive_voice_taken_into_account():
+    premise = "In 2019 Velmont acquired Krusto for 80 million euros."
+    assert kinds(premise, "In 2019 Krusto acquired Velmont for 80 million euros.") == ["role"]
+    assert kinds(premise, "Velmont was acquired by Krusto in 2019.") == ["role"]
+    assert kinds(premise, "Krusto was acquired by Velmont in 2019.") == []
+    assert kinds(premise, "Velmont bought Krusto in 2019.") == []
+    # a phrase after a passive verb is not its agent; names listed together are not roles
+    assert kinds("Idris Kell won an award for Tallow in 2015.", "An award was won by Idris Kell for Tallow.") == []
+    assert kinds("Velmont and Krusto merged in 2019.", "Krusto and Velmont merged in 2019.") == []
+
+
+def test_number_in_another_slot_of_the_premise():
+    premise = "The Sorn dam is 140 metres high and holds 310 million cubic metres of water."
+    assert kinds(premise, "The Sorn dam is 310 metres high.") == ["number"]
+    assert kinds(premise, "The Sorn dam is 140 metres high.") == []
+
+
+def test_bounds_hedges_and_acronyms_are_not_conflicts():
+    assert kinds("The bridge opened in 1874.", "The bridge opened before 1900.") == []
+    assert kinds("The trial might change the treatment of asthma.",
+                 "The trial might or might not change the treatment of asthma.") == []
+    assert kinds("A heart attack is diagnosed with an electrocardiogram of the patient.",
+                 "A heart attack (AMI) is diagnosed with an electrocardiogram (ECG) of the patient.") == []
+    assert kinds("Heavy rain did not only flood the streets of Pellan; it also closed the schools.",
+                 "Heavy rain flooded the streets of Pellan.") == []
+    assert find_conflicts("", "Anything.") == [] and find_conflicts("Anything.", " ") == []
+
+
+def test_findings_say_what_they_saw():
+    (f,) = find_conflicts(LAB, "The Orvik laboratory tested the new vaccine on 300 volunteers.")
+    assert f.kind == "number" and "300" in str(f)
+
+
+@pytest.fixture
+def stub():
+    clear_verifier_cache()
+    register_verifier("stub:high", FunctionVerifier(lambda p, h: 0.95, spec="stub:high"))
+    yield
+    clear_verifier_cache()
+
+
+def test_checks_spec_caps_flagged_pairs_and_keeps_the_rest(stub):
+    v = get_verifier("stub:high+checks")
+    assert isinstance(v, CheckedVerifier) and v.spec == "stub:high+checks" and v.threshold == 0.5
+    pairs = [(LAB, "The new vaccine did not protect adults against the virus."),
+             (LAB, "The vaccine protected adults against the virus.")]
+    assert v.score(pairs) == [0.1, 0.95]
+    assert v.entails_many(pairs) == [False, True]
+    assert v.flagged == 1 and v.flagged_by == {"negation": 1}
+    assert [f.kind for f in v.explain(*pairs[0])] == ["negation"]
+    v.score(pairs)  # cached: nothing counted twice
+    assert v.flagged == 1 and v.stats is v.base.stats and v.stats.pairs_scored == 2 and v.stats.cache_hits == 4
+
+
+def test_checks_spec_is_validated_with_its_base(stub):
+    assert check_verifier_spec("default+checks") == "default+checks"
+    assert check_verifier_spec("stub:high+checks") == "stub:high+checks"
+    with pytest.raises(InputError, match="unknown verifier spec 'nope'"):
+        check_verifier_spec("nope+checks")
+    with pytest.raises(InputError):
+        check_verifier_spec("+checks")
+    with pytest.raises(ValueError, match="unknown check"):
+        CheckedVerifier(FunctionVerifier(lambda p, h: 1.0), rules=("negation", "spelling"))
+
+
+def test_a_low_score_is_never_raised(stub):
+    register_verifier("stub:low", FunctionVerifier(lambda p, h: 0.03, spec="stub:low"))
+    v = get_verifier("stub:low+checks")
+    assert v.score([(LAB, "The new vaccine did not protect adults against the virus.")]) == [0.03]
+    assert v.flagged == 0
