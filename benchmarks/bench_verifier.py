@@ -61,7 +61,7 @@ def parse_args(argv=None):
     ap.add_argument("--scores-out", default=None, help="write the held-out scores (one per pair, in split order) to this JSON file")
     ap.add_argument("--skip-accuracy", action="store_true")
     ap.add_argument("--sets", default="heldout,expertqa,fever,minimal",
-                    help="comma-separated: heldout, expertqa, fever (FEVER-NLI test), minimal (the minimal-pair "
+                    help="comma-separated: heldout, expertqa, fever (FEVER-NLI test), factcg (FactCG CG2C_doc), minimal (the minimal-pair "
                          "suite), aggrefact (needs --aggrefact)")
     ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")
     ap.add_argument("--minimal-pairs", default=str(REPO / "benchmarks" / "data" / "minimal_pairs.jsonl"))
@@ -169,8 +169,8 @@ def _ci(ci) -> str:
 
 def load_sets(args, data: Path) -> list[tuple[str, list]]:
     """(name, [CheckPair]) for every set in --sets, read from ../shared/data and benchmarks/data."""
-    from citegraph.eval.verifier_sets import (CheckPair, read_aggrefact, read_fever_nli, read_minimal_pairs,
-                                              stratified_sample)
+    from citegraph.eval.verifier_sets import (CheckPair, read_aggrefact, read_factcg, read_fever_nli,
+                                              read_minimal_pairs, stratified_sample)
 
     want = [x.strip() for x in args.sets.split(",") if x.strip()]
     out = []
@@ -193,6 +193,11 @@ def load_sets(args, data: Path) -> list[tuple[str, list]]:
                 die(f"missing {path}")
             rows = stratified_sample(read_fever_nli(path), args.fever_sample, args.seed)
             out.append((f"FEVER-NLI test ({'all' if not args.fever_sample else 'stratified sample'})", rows))
+        elif name == "factcg":  # the structural checks' development set (docs/verifier.md), not default's data
+            path = data / "nli_train" / "extra" / "factcg" / "CG2C_doc.json"
+            if not path.exists():
+                die(f"missing {path}")
+            out.append(("FactCG CG2C_doc (checks' development set)", read_factcg(path)))
         elif name == "minimal":
             path = Path(args.minimal_pairs)
             if not path.exists():
@@ -204,7 +209,7 @@ def load_sets(args, data: Path) -> list[tuple[str, list]]:
             rows = read_aggrefact(args.aggrefact, [d for d in args.aggrefact_datasets.split(",") if d] or None)
             out.append((f"LLM-AggreFact file {Path(args.aggrefact).name}", rows))
         else:
-            die(f"--sets: unknown set {name!r} (heldout, expertqa, fever, minimal, aggrefact)")
+            die(f"--sets: unknown set {name!r} (heldout, expertqa, fever, factcg, minimal, aggrefact)")
     return out
 
 
@@ -243,6 +248,15 @@ def accuracy(args, data: Path):
                      _pct(rep.tpr), _pct(rep.tnr), _pct(rep.roc_auc) + _ci(rep.auc_ci), f"{rep.ece:.3f}",
                      f"{pps:.1f}" if pps == pps else "(as above)"))
         print("  row:", rows[-1], file=sys.stderr, flush=True)
+        if hasattr(ver, "flagged_by"):  # a +checks spec: how many pairs of this set each rule capped
+            flagged = collections.Counter()
+            for pr in pairs:
+                for f in ver.explain(*pr):
+                    flagged[f.kind] += 1
+            figures["sets"][name]["checks_flagged"] = dict(flagged)
+            extra.append((f"{name}: pairs the checks flag, by rule (capped when the base scored above 0.1)",
+                          ["rule", "pairs flagged", "share"],
+                          [(k, v, _pct(v / len(pairs))) for k, v in flagged.most_common()]))
         if name.startswith("held-out"):
             bands = status_bands(items, s, args.partial, thr)
             figures["status_bands"] = bands

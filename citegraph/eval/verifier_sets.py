@@ -114,6 +114,18 @@ def read_fever_nli(path: str | Path) -> list[CheckPair]:
     return out
 
 
+def read_factcg(path: str | Path) -> list[CheckPair]:
+    """FactCG's document-grounded synthetic claims (``CG2C_doc.json``: JSON lines ``{text_a: document,
+    text_b: [claim], orig_label}``), one pair per claim."""
+    path = Path(path)
+    out = []
+    for i, r in enumerate(_rows_of(path)):
+        claims = r["text_b"] if isinstance(r["text_b"], list) else [r["text_b"]]
+        for k, c in enumerate(claims):
+            out.append(CheckPair(r["text_a"], c, _label(str(r["orig_label"]), f"{path}:{i + 1}"), "factcg", f"{i}.{k}"))
+    return out
+
+
 def read_minimal_pairs(path: str | Path) -> list[CheckPair]:
     path = Path(path)
     out = []
