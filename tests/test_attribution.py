@@ -9,7 +9,7 @@ import pytest
 
 from citegraph.nodes.attribution import attribute_answer
 from citegraph.state import AttributedAnswer, CitedSentence, Document
-from citegraph.tools.verifier import FunctionVerifier, register_verifier
+from citegraph.tools.verifier import FunctionVerifier, get_verifier, register_verifier
 
 _STOP = {"the", "and", "was", "is", "in", "a", "of", "by", "it", "its", "to"}
 
@@ -370,3 +370,31 @@ def test_own_citations_first_and_only_the_closest_document_sentences():
     asked.clear()
     attribute_answer(ans, v, mode="repair", sentences=0)
     assert len({p for p, h in asked if h == "Alpha was founded in 1901."}) == 1 + 7  # 0: every sentence
+
+
+def test_structural_checks_veto_a_documents_sentences_and_say_why(tmp_path, capsys):
+    """A lenient stub accepts any pair; with +checks, a sentence that negates what its cited document says is
+    flagged even though another sentence of that document is accepted alone, and cite prints the reason."""
+    from citegraph.cli import main
+
+    def lenient(premise: str, hypothesis: str) -> float:  # accepts everything but unrelated text
+        return 0.9 if overlap(premise, hypothesis) > 0.2 else 0.05
+
+    register_verifier("stub:lenient", FunctionVerifier(lenient, spec="stub:lenient"))
+    docs = [Document(id="a", title="", text="The Orvik vaccine protected adults against the virus. "
+                                            "It did not protect infants.")]
+    negated = "The Orvik vaccine did not protect adults against the virus."
+    true = "The Orvik vaccine protected adults against the virus."
+    plain = attribute_answer(_answer(docs, (negated, [1]), (true, [1])), get_verifier("stub:lenient"))
+    assert [s.support for s in plain.sentences] == ["supported", "supported"]  # the stub alone accepts both
+    checked = attribute_answer(_answer(docs, (negated, [1]), (true, [1])), get_verifier("stub:lenient+checks"))
+    assert [s.support for s in checked.sentences] == ["unsupported", "supported"]
+    recs = checked.metadata["attribution"]["sentences"]
+    assert recs[0]["conflicts"] and recs[0]["conflicts"][0].startswith("negation:") and recs[1]["conflicts"] == []
+
+    text = tmp_path / "answer.txt"
+    text.write_text(f"{negated} [1] {true} [1]")
+    code = main(["cite", "--text", str(text), "--docs", str(_write_docs(tmp_path, docs)), "--verifier",
+                 "stub:lenient+checks"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0 and "✗ negation: the claim says 'not' of 'protect'" in out and "1 unsupported" in out

@@ -53,8 +53,9 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
     spec = (spec or "default").strip()
     kw: dict[str, Any] = {}
     if max_windows is not None:
-        windowed = spec == "default" or spec.partition(":")[0] in ("hf-classifier", "hf-seq2seq")
-        if not windowed or spec in _REGISTRY:
+        base = spec.removesuffix("+checks")
+        windowed = base == "default" or base.partition(":")[0] in ("hf-classifier", "hf-seq2seq")
+        if not windowed or base in _REGISTRY:
             raise InputError(f"max_windows applies to default, hf-classifier: and hf-seq2seq: verifiers, not {spec!r}")
         kw["max_windows"] = int(max_windows)
     rows = _read_pairs(pairs_path)

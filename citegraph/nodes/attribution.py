@@ -145,6 +145,7 @@ class _Attribution:
         self.own_subs = {i: subsets(self.written[i], max_docs) for i in todo}
         self.decided: dict[int, Decision] = {}
         self.joint: dict[int, list[tuple[int, ...]]] = {}
+        self._vetoed: dict[tuple[int, tuple[int, ...]], bool] = {}
 
     # -- what is scored, and reading it back
     def want_doc(self, i: int, c: int) -> None:
@@ -163,7 +164,21 @@ class _Attribution:
         return sorted(((self.sc[(x, self.sents[i].text.strip())], x) for x in self.checked[(i, c)]), key=lambda t: -t[0])
 
     def single(self, i: int, c: int) -> float:
-        return max(self.sc[(premise(self.docs, (c,)), self.sents[i].text.strip())], self.sent_scores(i, c)[0][0])
+        whole = self.sc[(premise(self.docs, (c,)), self.sents[i].text.strip())]
+        if self.vetoed(i, (c,)):
+            return whole
+        return max(whole, self.sent_scores(i, c)[0][0])
+
+    def vetoed(self, i: int, sub) -> bool:
+        """A verifier with structural checks found the documents ``sub`` as a whole in conflict with sentence
+        ``i`` (it negates or renumbers what they say): then none of their sentences alone may support it."""
+        explain = getattr(self.sc.verifier, "explain", None)
+        if explain is None:
+            return False
+        key = (i, tuple(sorted(sub)))
+        if key not in self._vetoed:
+            self._vetoed[key] = bool(explain(premise(self.docs, sub), self.sents[i].text.strip()))
+        return self._vetoed[key]
 
     def best_sentences_premise(self, i: int, sub) -> str:
         return "\n".join(self.sent_scores(i, c)[0][1] for c in sorted(sub))
@@ -172,8 +187,9 @@ class _Attribution:
         if len(sub) == 1:
             v = self.single(i, sub[0])
         else:
-            v = max(self.sc[(premise(self.docs, sub), self.sents[i].text.strip())],
-                    self.sc.scores.get((self.best_sentences_premise(i, sub), self.sents[i].text.strip()), 0.0))
+            v = self.sc[(premise(self.docs, sub), self.sents[i].text.strip())]
+            if not self.vetoed(i, sub):
+                v = max(v, self.sc.scores.get((self.best_sentences_premise(i, sub), self.sents[i].text.strip()), 0.0))
         return SubsetCheck(subset=list(sub), score=round(v, 4), entails=v >= self.thr)
 
     # -- the steps
@@ -262,7 +278,8 @@ class _Attribution:
             cits, score, action = self.decided[i]
             support = "partial" if action == "partial" else ("unsupported" if action == "flagged" else "supported")
             rec = SentenceAttribution(sentence=i, text=s.text, before=list(s.citations), after=sorted(cits),
-                                      action=action, support=support, score=round(score, 4))
+                                      action=action, support=support, score=round(score, 4),
+                                      conflicts=self.conflicts(i, cits) if support != "supported" else [])
             records.append(rec)
             if support == "unsupported" and mode == "strict":
                 rec.action = "dropped"
@@ -272,6 +289,15 @@ class _Attribution:
             out_sents.append(CitedSentence(text=s.text, citations=sorted(cits), evidence=self.evidence(i, cits, max_evidence),
                                            support=support, support_score=round(score, 4)))
         return out_sents, records, dropped, reported
+
+    def conflicts(self, i: int, cits: list[int]) -> list[str]:
+        """What a verifier with structural checks (``explain``) finds wrong with sentence ``i`` against the
+        documents it cited (else the ones the stage kept); none for other verifiers."""
+        explain = getattr(self.sc.verifier, "explain", None)
+        docs = self.written.get(i) or cits
+        if explain is None or not docs:
+            return []
+        return [str(f) for f in explain(premise(self.docs, docs), self.sents[i].text.strip())]
 
     def evidence(self, i: int, cits: list[int], max_evidence: int) -> list[Evidence]:
         """The evidence a method attached for the kept documents, and for the others their best sentences

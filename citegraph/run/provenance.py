@@ -92,6 +92,11 @@ def verifier_identity(spec: str | None) -> str | None:
     or of the judge's embedded chat model (``llm-judge:local``)."""
     if not spec:
         return None
+    if spec.endswith("+checks") and len(spec) > len("+checks"):  # the base's identity and the rules' version
+        from citegraph.tools.verifier import checks
+
+        sha = _file_sha256(checks.__file__)
+        return f"{verifier_identity(spec[: -len('+checks')])} +checks" + (f" (sha256 {sha[:12]})" if sha else "")
     if spec == "default":
         from citegraph.tools.verifier import ASSET_DIR
 

@@ -30,3 +30,7 @@ class SentenceAttribution(BaseModel):
     support: str = Field(description="supported, partial or unsupported.")
     score: float = Field(description="The verifier's score of the chosen document set (the best one when none entails).")
     rewritten_from: str | None = Field(default=None, description="The sentence before an LLM rewrite (cite --rewrite).")
+    conflicts: list[str] = Field(default_factory=list, description=(
+        "Why a sentence that is not supported conflicts with the documents it cited (or, uncited, those the "
+        "stage tried), when the verifier has structural checks (a '+checks' spec): e.g. \"negation: the claim "
+        "says 'not' of 'ease', the premise does not\"."))
