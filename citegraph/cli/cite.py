@@ -93,7 +93,8 @@ def register(sub) -> None:
                    help="let the LLM rewrite each unsupported sentence from its best evidence, then check it again")
     p.add_argument("--json", action="store_true", help="print the AttributedAnswer as JSON")
     p.add_argument("--llm", help="chat model spec for --rewrite (default 'local')")
-    p.add_argument("--verifier", help="verifier spec (default 'default')")
+    p.add_argument("--verifier", help="verifier spec (default 'default'; 'default+checks' adds the structural "
+                                        "checks and prints why a sentence conflicts with its document)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a knob of cite (repeatable)")
     add_failure_args(p)
     add_trace_arg(p)

@@ -116,7 +116,8 @@ def register(subparsers) -> argparse.ArgumentParser:
         description="Read JSONL lines with premise and hypothesis; write them back with probability and entailed.",
     )
     p.add_argument("--pairs", required=True, help="JSONL file, one {premise, hypothesis} object per line")
-    p.add_argument("--verifier", default="default", help="verifier spec (default, hf-classifier:PATH, hf-seq2seq:PATH, llm-judge[:SPEC][:table16])")
+    p.add_argument("--verifier", default="default", help="verifier spec (default, hf-classifier:PATH, hf-seq2seq:PATH, llm-judge[:SPEC][:table16]; "
+                   "+checks after any of them adds the structural checks)")
     p.add_argument("--output", default=None, help="output JSONL (default: stdout)")
     p.add_argument("--threshold", type=float, default=None, help="entailment threshold (default: the verifier's, 0.5)")
     p.add_argument("--max-windows", type=int, default=None, metavar="N",

@@ -225,7 +225,9 @@ class BaseContext:
                              "(the model behind a managed llama-server that keeps the prompts it read), openai:<model>. "
                              "Default: $CITEGRAPH_LLM when set.", env=ENV_LLM)
     verifier: str = knob("default", "Entailment verifier spec: default, hf-classifier:<id>, hf-seq2seq:<id>, llm-judge[:<llm spec>][:table16] "
-                                    "(table16: RAAC's Table 16 evaluator prompt). Default: $CITEGRAPH_VERIFIER when set.",
+                                    "(table16: RAAC's Table 16 evaluator prompt); any of them + '+checks' adds the structural checks "
+                                    "(negation, opposites, numbers, names, swapped roles; docs/verifier.md). "
+                                    "Default: $CITEGRAPH_VERIFIER when set.",
                          env=ENV_VERIFIER)
     temperature: float = knob(0.0, "Sampling temperature for generation (0 = greedy).", ge=0.0)
     max_new_tokens: int = knob(300, "Maximum tokens the LLM may generate per call.", ge=1)
