@@ -348,3 +348,26 @@ def test_shipped_verifier_minimal_pair_floors():
         "negation", "entity_swap", "number_date", "added_detail"}
     assert set(_below_floors(FunctionVerifier(lambda p, h: 0.1))) == {
         "paraphrase", "two_sentence", "long_premise", "control"}
+
+
+# the structural checks over the shipped weights (`default+checks`, docs/verifier.md): floors half an item to
+# one item under what it decides right; the weights alone fall below four of them
+CHECKS_FLOORS: dict[str, float] = {**FLOORS, "negation": 0.80, "entity_swap": 0.52, "number_date": 0.85,
+                                   "role_swap": 0.09}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (REPO / "citegraph" / "assets" / "verifier" / "config.json").exists(),
+                    reason="trained model missing in citegraph/assets/verifier")
+def test_checked_verifier_minimal_pair_floors():
+    from citegraph.tools.verifier import get_verifier
+
+    pairs = VS.read_minimal_pairs(SUITE)
+
+    def below(v) -> dict[str, float]:
+        tab = VS.minimal_pair_table(pairs, v.score([(p.premise, p.claim) for p in pairs]), v.threshold)
+        return {c: round(tab[c]["share"], 3) for c, floor in CHECKS_FLOORS.items() if tab[c]["share"] < floor}
+
+    low = below(get_verifier("default+checks"))
+    assert not low, f"below the floor: {low} (floors {CHECKS_FLOORS})"
+    assert set(below(get_verifier("default"))) == {"negation", "entity_swap", "number_date", "role_swap"}
