@@ -76,6 +76,10 @@ def parse_args(argv=None):
                     help="fit a temperature on the held-out split's scores and print every set's ECE with it "
                          "(decisions at 0.5 do not change); the shipped value goes in assets/verifier/inference.json")
     ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--stage", type=int, default=0,
+                    help="also run the attribution stage (as `cite` does) on this many label-stratified pairs per set: "
+                         "each claim a one-sentence answer citing its premise as one document; the stage's status "
+                         "(supported or not) is scored, with the sentences it checks alone (0 = off)")
     return ap.parse_args(argv)
 
 
@@ -317,8 +321,42 @@ def accuracy(args, data: Path):
                     [(n, f"{ece([q.label for q in items], s):.3f}",
                       f"{ece([q.label for q in items], apply_temperature(s, t)):.3f}")
                      for (n, items), s in zip(sets, all_scores)])
+    if args.stage:
+        figures["stage"] = stage_verdicts(args, sets, ver)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=1))
+
+
+def stage_verdicts(args, sets, ver) -> dict:
+    """The attribution stage's own verdict on ``--stage`` pairs per set: a claim is supported when the stage
+    calls it so, which it does when the premise as a whole or one of its sentences entails it (so the
+    stage's TNR is lower than the pair's)."""
+    from citegraph.eval.verifier_sets import binary_report, stratified_sample
+    from citegraph.nodes.attribution import attribute_answer
+    from citegraph.state import AttributedAnswer, CitedSentence, Document
+
+    rows, out = [], {}
+    for name, items in sets:
+        if name.startswith("ExpertQA with"):
+            continue
+        sample = [q for q in stratified_sample(items, args.stage, args.seed) if q.premise.strip() and q.claim.strip()]
+        pred = []
+        t = time.perf_counter()
+        for q in sample:
+            ans = AttributedAnswer(question="", documents=[Document(id="d", title="", text=q.premise)],
+                                   sentences=[CitedSentence(text=q.claim, citations=[1])])
+            got = attribute_answer(ans, ver)
+            pred.append(1.0 if got.sentences and got.sentences[0].support == "supported" else 0.0)
+        secs = time.perf_counter() - t
+        rep = binary_report([q.label for q in sample], pred, 0.5, boot=args.bootstrap, seed=args.seed)
+        out[name] = {**rep.as_dict(), "seconds": secs}
+        rows.append((name, args.verifier, rep.n, rep.positives, _pct(rep.balanced_accuracy) + _ci(rep.bacc_ci),
+                     _pct(rep.tpr), _pct(rep.tnr), f"{secs / max(len(sample), 1):.3f}"))
+        print("  stage row:", rows[-1], file=sys.stderr, flush=True)
+    print(f"\n(1b) The attribution stage's verdict ({args.stage} label-stratified pairs per set; a claim with an "
+          "empty premise is left out; TNR = unsupported claims it does not call supported)")
+    print_table(["set", "verifier", "n", "supported", "balanced acc", "TPR", "TNR", "s per claim"], rows)
+    return out
 
 
 def status_bands(items, scores, partial: float, thr: float) -> list[dict]:
