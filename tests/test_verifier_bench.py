@@ -319,6 +319,42 @@ def test_sweep_export_and_import_rebuild_the_trained_model(tmp_path):
     assert vs.main(["import", "--chunks", str(back), "--name", "nope", "--base", str(base), "--out", str(tmp_path / "x")]) == 2
 
 
+def test_factcg_reader_one_pair_per_claim(tmp_path):
+    f = tmp_path / "CG2C_doc.json"
+    f.write_text(json.dumps({"text_a": "Doc one.", "text_b": ["Claim a.", "Claim b."], "orig_label": 1}) + "\n"
+                 + json.dumps({"text_a": "Doc two.", "text_b": ["Claim c."], "orig_label": 0}) + "\n")
+    got = VS.read_factcg(f)
+    assert [(q.premise, q.claim, q.label) for q in got] == [
+        ("Doc one.", "Claim a.", 1), ("Doc one.", "Claim b.", 1), ("Doc two.", "Claim c.", 0)]
+    f.write_text(json.dumps({"text_a": "D.", "text_b": ["C."], "orig_label": "maybe"}) + "\n")
+    with pytest.raises(InputError, match="neither supported"):
+        VS.read_factcg(f)
+
+
+def test_stage_verdict_scores_what_the_stage_calls_supported(capsys):
+    """bench_verifier --stage: a lenient verifier's stage calls a negated claim supported; with +checks it
+    does not, and the balanced accuracy says so."""
+    import argparse
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_verifier as bv
+
+    from citegraph.tools.verifier import FunctionVerifier, get_verifier, register_verifier
+
+    register_verifier("stub:lenient-bench", FunctionVerifier(lambda p, h: 0.9, spec="stub:lenient-bench"))
+    premise = "The Orvik vaccine protected adults against the virus. It was tested in March 2021."
+    items = [VS.CheckPair(premise, "The Orvik vaccine protected adults.", 1),
+             VS.CheckPair(premise, "The Orvik vaccine did not protect adults against the virus.", 0),
+             VS.CheckPair(premise, "The Orvik vaccine was tested in May 2021.", 0),
+             VS.CheckPair("", "An empty premise is left out.", 0)]
+    args = argparse.Namespace(stage=10, seed=0, bootstrap=0, verifier="stub:lenient-bench")
+    plain = bv.stage_verdicts(args, [("toy", items)], get_verifier("stub:lenient-bench"))["toy"]
+    checked = bv.stage_verdicts(args, [("toy", items)], get_verifier("stub:lenient-bench+checks"))["toy"]
+    assert plain["n"] == checked["n"] == 3
+    assert (plain["tpr"], plain["tnr"]) == (1.0, 0.0) and (checked["tpr"], checked["tnr"]) == (1.0, 1.0)
+    assert "attribution stage's verdict" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------------------------
 # the shipped weights on the minimal-pair suite: a floor per category
 # ------------------------------------------------------------------------------------------------
