@@ -560,3 +560,23 @@ def test_a_record_whose_evidence_lies_in_another_document_than_the_cited_one_is_
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps({"args": {"method": "rag"}, "data": [r]}))
         assert (MISPLACED_EVIDENCE in cell(build_page([path], verifier=None)).warnings) is warned
+
+
+def test_a_checked_verifiers_reason_is_shown_under_the_sentence(tmp_path, scripted):
+    """With a +checks verifier, the stage's reason for not calling a sentence supported reaches the page."""
+    from citegraph.tools.verifier import FunctionVerifier
+
+    def lenient(premise: str, claim: str) -> float:  # accepts any premise holding most of the claim's words
+        words = set(re.findall(r"\w+", claim.lower()))
+        return 0.9 if len(words & set(re.findall(r"\w+", premise.lower()))) >= 0.6 * len(words) else 0.05
+
+    register_verifier("stub:lenient-show", FunctionVerifier(lenient, spec="stub:lenient-show"))
+    spec, _ = scripted(["The Eiffel Tower was not built from 1887 to 1889 [1]. It is 330 metres tall [2]."])
+    out = tmp_path / "v.json"
+    run_dataset("vanilla", [example_item(hostile=False)], out,
+                make_context("vanilla", llm=spec, attribution="repair", verifier="stub:lenient-show+checks"))
+    page = build_page([out], verifier=VSPEC)
+    first, second = cell(page).sentences[:2]
+    assert first.support == "unsupported" and first.conflicts[0].startswith("negation: the claim says 'not' of 'built'")
+    assert second.support == "supported" and second.conflicts == []
+    assert '<div class="conflict">✗ negation: the claim says &#39;not&#39; of &#39;built&#39;' in render_page(page)

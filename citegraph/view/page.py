@@ -89,6 +89,7 @@ class SentenceView:
     cites: list[CiteView] = field(default_factory=list)
     support: str | None = None  # the attribution stage's verdict (supported / partial / unsupported)
     support_score: float | None = None
+    conflicts: list[str] = field(default_factory=list)  # a +checks verifier's reasons (the stage's record)
 
     @property
     def uncited(self) -> bool:
@@ -370,7 +371,10 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
         if check is not None and len(check["sentences"]) == len(units):
             per_sentence = dict(zip(units, check["sentences"]))
         cited = set(ans.cited_documents())
-        sentences = [SentenceView(n=i + 1, text=s.text, support=s.support, support_score=s.support_score)
+        att = ans.metadata.get("attribution") if isinstance(ans.metadata, dict) else None
+        why = {r.get("text"): r.get("conflicts") or [] for r in (att or {}).get("sentences") or [] if isinstance(r, dict)}
+        sentences = [SentenceView(n=i + 1, text=s.text, support=s.support, support_score=s.support_score,
+                                  conflicts=list(why.get(s.text, [])))
                      for i, s in enumerate(ans.sentences)]
         for (si, c, hl, unlocated, need), (support_at, cand_at) in zip(plans, slots):
             page = next((e.page for e in ans.sentences[si].evidence if e.doc == c and e.page is not None), None)
