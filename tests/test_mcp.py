@@ -66,6 +66,14 @@ def test_cite_returns_each_sentence_with_status_citations_and_located_evidence()
     assert json.loads(r.content[0].text)["answer"] == out["answer"]  # the text block is the same JSON, not a repr
 
 
+def test_cite_with_structural_checks_says_why_a_sentence_conflicts():
+    r = call(build_server(Service(verifier="default+checks")), "cite", {
+        "text": "The tower was not built from 1887 to 1889 [1]. It is 330 metres tall [1].", "documents": DOCS})
+    first, second = r.structured_content["sentences"]
+    assert first["status"] == "unsupported" and first["conflicts"][0].startswith("negation: the claim says 'not'")
+    assert second["status"] == "supported" and second["conflicts"] == []
+
+
 def test_errors_are_tool_errors_with_the_clis_line(tmp_path):
     server = build_server(Service())
     bad = call(server, "cite", {"text": "Some text."})

@@ -193,14 +193,6 @@ _SUPPORT_MARK = {"supported": "[green]supported[/green]", "partial": "[yellow]pa
                  "unsupported": "[red]unsupported: no document supports it[/red]"}
 
 
-def _conflicts_by_sentence(ans, att) -> dict[str, list[str]]:
-    """The attribution stage's ``conflicts`` (a +checks verifier's reasons) by sentence text."""
-    if not isinstance(att, dict):
-        return {}
-    return {r.get("text", ""): list(r.get("conflicts") or []) for r in att.get("sentences") or []
-            if isinstance(r, dict) and r.get("conflicts")}
-
-
 def print_answer(ans, console=None, evidence: bool = True) -> None:
     """Each sentence followed by its citations and, when the attribution stage checked it, its support
     status (supported / partial / unsupported, with the verifier's score) and the evidence sentence of
@@ -213,17 +205,17 @@ def print_answer(ans, console=None, evidence: bool = True) -> None:
     console = console or Console()
     att = ans.metadata.get("attribution") if isinstance(ans.metadata, dict) else None
     thr = att.get("threshold") if isinstance(att, dict) else None
-    conflicts = _conflicts_by_sentence(ans, att)
+    conflicts = ans.sentence_conflicts()
     if ans.question:
         console.print(f"[bold]Q:[/bold] {escape(ans.question)}\n")
-    for i, s in enumerate(ans.sentences, 1):
+    for i, (s, whys) in enumerate(zip(ans.sentences, conflicts), 1):
         cites = "".join(f"[{c}]" for c in s.citations)
         mark = f"[green]{escape(cites)}[/green]" if s.citations else "[red](no citation)[/red]"
         if s.support:
             score = f" {s.support_score:.2f}" if s.support_score is not None else ""
             mark += f" {_SUPPORT_MARK[s.support]}[dim]{score}[/dim]"
         console.print(f"{i:>2}. {escape(s.text)} {mark}")
-        for why in conflicts.get(s.text, []):  # a +checks verifier's reason for not calling it supported
+        for why in whys:  # a +checks verifier's reason for not calling it supported
             console.print(f"      [red]✗ {escape(why)}[/red]")
         if evidence:
             if s.support in ("supported", "partial") and thr is not None and s.evidence and all(

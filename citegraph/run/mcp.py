@@ -59,6 +59,9 @@ class SentenceOut(BaseModel):
     score: float | None = None
     citations: list[int] = Field(default_factory=list, description="1-based indices into documents.")
     evidence: list[EvidenceOut] = Field(default_factory=list)
+    conflicts: list[str] = Field(default_factory=list, description=(
+        "Why the sentence conflicts with its documents, when the verifier has structural checks "
+        "('default+checks'): negation, antonym, number, name or role, with the words that show it."))
 
 
 class DocumentOut(BaseModel):
@@ -108,8 +111,8 @@ def answer_out(method: str, ans: Any, usage: dict[str, Any], seconds: float) -> 
     """The structured result of a run (every graph ends with the same AttributedAnswer)."""
     sentences = [SentenceOut(index=i, text=s.text, status=s.support, score=s.support_score, citations=list(s.citations),
                              evidence=[EvidenceOut(doc=e.doc, text=e.text, score=e.score, page=e.page, start=e.start,
-                                                   end=e.end) for e in s.evidence])
-                 for i, s in enumerate(ans.sentences, 1)]
+                                                   end=e.end) for e in s.evidence], conflicts=why)
+                 for i, (s, why) in enumerate(zip(ans.sentences, ans.sentence_conflicts()), 1)]
     docs = [DocumentOut(n=n, id=d.id, title=d.title, pages=sorted({p for p, _, _ in d.pages}))
             for n, d in enumerate(ans.documents, 1)]
     return AnswerOut(method=method, question=ans.question, answer=ans.render(), sentences=sentences, documents=docs,

@@ -231,6 +231,14 @@ class AttributedAnswer(BaseModel):
             out[s.support or "unchecked"] += 1
         return out
 
+    def sentence_conflicts(self) -> list[list[str]]:
+        """Per sentence, the attribution stage's ``conflicts`` (a verifier with structural checks says why
+        the sentence conflicts with its documents); empty lists when there are none."""
+        att = self.metadata.get("attribution") if isinstance(self.metadata, dict) else None
+        recs = att.get("sentences") if isinstance(att, dict) else None
+        why = {r.get("text"): list(r.get("conflicts") or []) for r in recs or [] if isinstance(r, dict)}
+        return [why.get(s.text, []) for s in self.sentences]
+
     # ------------------------------------------------------------ parsing
     @classmethod
     def from_text(

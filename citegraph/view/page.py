@@ -371,11 +371,8 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
         if check is not None and len(check["sentences"]) == len(units):
             per_sentence = dict(zip(units, check["sentences"]))
         cited = set(ans.cited_documents())
-        att = ans.metadata.get("attribution") if isinstance(ans.metadata, dict) else None
-        why = {r.get("text"): r.get("conflicts") or [] for r in (att or {}).get("sentences") or [] if isinstance(r, dict)}
-        sentences = [SentenceView(n=i + 1, text=s.text, support=s.support, support_score=s.support_score,
-                                  conflicts=list(why.get(s.text, [])))
-                     for i, s in enumerate(ans.sentences)]
+        sentences = [SentenceView(n=i + 1, text=s.text, support=s.support, support_score=s.support_score, conflicts=why)
+                     for i, (s, why) in enumerate(zip(ans.sentences, ans.sentence_conflicts()))]
         for (si, c, hl, unlocated, need), (support_at, cand_at) in zip(plans, slots):
             page = next((e.page for e in ans.sentences[si].evidence if e.doc == c and e.page is not None), None)
             cv = CiteView(doc=c, title=docs[c - 1].title or docs[c - 1].id, source="evidence" if hl else "none",
