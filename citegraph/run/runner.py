@@ -175,154 +175,185 @@ def run_dataset(
     A run stopped by a model failure (or Ctrl-C) re-raises it with ``run_summary`` set: what the output
     kept and what never ran."""
     method_entry = method if isinstance(method, GraphEntry) else entry(method)
-    method = method_entry.name
-    from citegraph.run import workqueue
-
-    if workers_db and overwrite:
-        raise InputError("--overwrite cannot be used with --workers-db: the workers share the job, and one "
-                         "worker's overwrite would discard the others' items; use another --output and database")
-    saver = open_checkpointer(checkpoint) if checkpoint else None  # a bad spec fails before any item
-    queue = workqueue.WorkQueue(workers_db, lease_s=lease_s or workqueue.DEFAULT_LEASE_S) if workers_db else None
-    ctx_dict = {k: v for k, v in asdict(context).items()}
-    args = {"method": method, "context": ctx_dict, **(extra_args or {})}
-    if checkpoint:
-        args["checkpoint"] = redact(checkpoint)
-    if workers_db:
-        args["workers_db"] = redact(workers_db)
-    try:
-        writer = ResumableWriter(output, args, overwrite=overwrite)
-    except BaseException:
-        if queue is not None:
-            queue.close()
-        raise
-    source = (extra_args or {}).get("input")
-    label = (extra_args or {}).get("variant") or method
-    digests = {it.id: content_digest(it, context) for it in items}
-    replaced = writer.keep_matching(items, digests)
-    done = writer.done()
-    todo = [it for it in items if it.id not in done]
-    graph = method_entry.build(checkpointer=saver)
-    prov = provenance(getattr(context, "llm", None), getattr(context, "verifier", None))
-    counts = {"failed": 0, "empty": 0, "ran": 0}
-    finished = len(items) - len(todo)
-    by_id = {it.id: it for it in items}
-    keys = {it.id: f"{label}:{it.id}:{digests[it.id]}" for it in items}
-    key_list = [keys[it.id] for it in items]
-    item_of_key = {keys[it.id]: it for it in items}
-    claimed: set[str] = set()  # keys this worker holds
-    before_done = 0
-    if queue is not None:
-        queue.register(key_list, [it.id for it in items], done={keys[i]: writer.items[i] for i in done if i in keys})
-        queue.start_heartbeat()
-        before_done = queue.counts(key_list)["done"]
-        finished = before_done
-    if progress:
-        progress(finished, len(items))
-    failures.allow_calls()
-
-    def work(it: Item):
-        if concurrency <= 1:
-            # each item starts from an empty llama.cpp cache, so its answer does not depend on the
-            # items before it (resume, --limit, the order of methods); with several workers the
-            # cache is shared by interleaved items and runs are not reproducible anyway
-            reset_local_models()
-        thread = thread_id(label, it, context) if saver is not None else None
-        if thread is not None and overwrite:
-            saver.delete_thread(thread)
-        ans, usage = answer_item(graph, it, context, thread=thread)
-        if not ans.sentences and thread is not None:
-            saver.delete_thread(thread)  # no answer: a re-run asks the model again, not the store
-        rec = make_record(it, ans, usage, prov, digest=digests[it.id], source=source)
-        if queue is None or queue.finish(keys[it.id], rec):
-            writer.add(rec)
-        return ans
-
-    # at most `concurrency` items in flight, the next one submitted only when one ends: after a
-    # run-ending failure no queued item can start (a worker would otherwise pick it up at once)
-    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
-    local_queue = iter(todo)
-    running: dict = {}
-    started: set[str] = set()
-
-    def next_item() -> Item | None:
-        if queue is None:
-            return next(local_queue, None)
-        got = queue.claim(key_list)
-        if got is None:
-            return None
-        claimed.add(got[0])
-        return item_of_key[got[0]]
-
-    def fill() -> None:
-        while len(running) < max(1, concurrency):
-            it = next_item()
-            if it is None:
-                return
-            started.add(it.id)
-            running[pool.submit(work, it)] = it
-
+    run = _DatasetRun(method_entry, items, output, context, concurrency=concurrency, overwrite=overwrite,
+                      progress=progress, on_error=on_error, extra_args=extra_args, checkpoint=checkpoint,
+                      workers_db=workers_db, lease_s=lease_s)
     stopped: BaseException | None = None
     try:
-        fill()
-        while True:
-            if not running:
-                if queue is None:
-                    break
-                c = queue.counts(key_list)
-                if c["todo"] == 0 and c["claimed"] == 0:
-                    break  # every item is done or failed
-                time.sleep(workqueue.POLL_S)  # another worker holds the rest: wait, take over a dead one's
-                fill()
-                continue
-            done_now, _ = wait(list(running), timeout=workqueue.POLL_S if queue else None,
-                               return_when=FIRST_COMPLETED)
-            for fut in done_now:
-                it = running.pop(fut)
-                exc = fut.exception()
-                if exc is not None:
-                    if isinstance(exc, ModelError) and not isinstance(exc, ModelReplyError):
-                        raise exc  # the run stops: see the module docstring
-                    counts["failed"] += 1
-                    if queue is not None:
-                        queue.fail(keys[it.id], f"{type(exc).__name__}: {exc}")
-                        claimed.discard(keys[it.id])
-                    if on_error:
-                        on_error(it, exc)
-                else:
-                    claimed.discard(keys[it.id])
-                    counts["ran"] += 1
-                    if not fut.result().sentences:
-                        counts["empty"] += 1
-                        if on_error:
-                            on_error(it, EmptyAnswer(fut.result()))
-                if progress:
-                    progress(queue.counts(key_list)["done"] if queue else finished + counts["ran"], len(items))
-            fill()
+        run.fill()
+        run.until_done()
     except BaseException as exc:  # a run-ending model failure, Ctrl-C: in-flight items stop retrying
         stopped = exc
         failures.abort_calls()
         raise
     finally:
-        pool.shutdown(wait=True)
+        stats = run.finish(stopped)
+    return stats
+
+
+class _DatasetRun:
+    """One :func:`run_dataset` call, as named steps: set up (the output's writer and what it already holds,
+    the graph, the work queue when workers share the items), :meth:`work` one item, :meth:`fill` the pool up
+    to ``concurrency`` items in flight, :meth:`until_done` (settle each finished item, refill, wait for other
+    workers), :meth:`finish` (the counts, the queue released, the output finished, a stopped run's summary)."""
+
+    def __init__(self, method_entry: GraphEntry, items: list[Item], output, context, *, concurrency: int,
+                 overwrite: bool, progress, on_error, extra_args: dict | None, checkpoint: str | None,
+                 workers_db: str | None, lease_s: float | None) -> None:
+        from citegraph.run import workqueue
+
+        self.workqueue = workqueue
+        method = method_entry.name
+        if workers_db and overwrite:
+            raise InputError("--overwrite cannot be used with --workers-db: the workers share the job, and one "
+                             "worker's overwrite would discard the others' items; use another --output and database")
+        self.saver = open_checkpointer(checkpoint) if checkpoint else None  # a bad spec fails before any item
+        self.queue = workqueue.WorkQueue(workers_db, lease_s=lease_s or workqueue.DEFAULT_LEASE_S) if workers_db else None
+        ctx_dict = {k: v for k, v in asdict(context).items()}
+        args = {"method": method, "context": ctx_dict, **(extra_args or {})}
+        if checkpoint:
+            args["checkpoint"] = redact(checkpoint)
+        if workers_db:
+            args["workers_db"] = redact(workers_db)
+        try:
+            self.writer = writer = ResumableWriter(output, args, overwrite=overwrite)
+        except BaseException:
+            if self.queue is not None:
+                self.queue.close()
+            raise
+        self.items, self.context, self.overwrite = items, context, overwrite
+        self.concurrency, self.progress, self.on_error = max(1, concurrency), progress, on_error
+        self.source = (extra_args or {}).get("input")
+        self.label = label = (extra_args or {}).get("variant") or method
+        self.digests = digests = {it.id: content_digest(it, context) for it in items}
+        self.replaced = writer.keep_matching(items, digests)
+        done = writer.done()
+        self.todo = [it for it in items if it.id not in done]
+        self.graph = method_entry.build(checkpointer=self.saver)
+        self.prov = provenance(getattr(context, "llm", None), getattr(context, "verifier", None))
+        self.counts = {"failed": 0, "empty": 0, "ran": 0}
+        self.finished = len(items) - len(self.todo)
+        self.by_id = {it.id: it for it in items}
+        self.keys = keys = {it.id: f"{label}:{it.id}:{digests[it.id]}" for it in items}
+        self.key_list = [keys[it.id] for it in items]
+        self.item_of_key = {keys[it.id]: it for it in items}
+        self.claimed: set[str] = set()  # keys this worker holds
+        self.before_done = 0
+        if self.queue is not None:
+            self.queue.register(self.key_list, [it.id for it in items],
+                                done={keys[i]: writer.items[i] for i in done if i in keys})
+            self.queue.start_heartbeat()
+            self.before_done = self.finished = self.queue.counts(self.key_list)["done"]
+        if progress:
+            progress(self.finished, len(items))
         failures.allow_calls()
+        # at most `concurrency` items in flight, the next one submitted only when one ends: after a
+        # run-ending failure no queued item can start (a worker would otherwise pick it up at once)
+        self.pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        self.local_queue = iter(self.todo)
+        self.running: dict = {}
+        self.started: set[str] = set()
+
+    def work(self, it: Item):
+        if self.concurrency <= 1:
+            # each item starts from an empty llama.cpp cache, so its answer does not depend on the
+            # items before it (resume, --limit, the order of methods); with several workers the
+            # cache is shared by interleaved items and runs are not reproducible anyway
+            reset_local_models()
+        saver = self.saver
+        thread = thread_id(self.label, it, self.context) if saver is not None else None
+        if thread is not None and self.overwrite:
+            saver.delete_thread(thread)
+        ans, usage = answer_item(self.graph, it, self.context, thread=thread)
+        if not ans.sentences and thread is not None:
+            saver.delete_thread(thread)  # no answer: a re-run asks the model again, not the store
+        rec = make_record(it, ans, usage, self.prov, digest=self.digests[it.id], source=self.source)
+        if self.queue is None or self.queue.finish(self.keys[it.id], rec):
+            self.writer.add(rec)
+        return ans
+
+    def next_item(self) -> Item | None:
+        if self.queue is None:
+            return next(self.local_queue, None)
+        got = self.queue.claim(self.key_list)
+        if got is None:
+            return None
+        self.claimed.add(got[0])
+        return self.item_of_key[got[0]]
+
+    def fill(self) -> None:
+        while len(self.running) < self.concurrency:
+            it = self.next_item()
+            if it is None:
+                return
+            self.started.add(it.id)
+            self.running[self.pool.submit(self.work, it)] = it
+
+    def until_done(self) -> None:
+        queue = self.queue
+        while True:
+            if not self.running:
+                if queue is None:
+                    return
+                c = queue.counts(self.key_list)
+                if c["todo"] == 0 and c["claimed"] == 0:
+                    return  # every item is done or failed
+                time.sleep(self.workqueue.POLL_S)  # another worker holds the rest: wait, take over a dead one's
+                self.fill()
+                continue
+            done_now, _ = wait(list(self.running), timeout=self.workqueue.POLL_S if queue else None,
+                               return_when=FIRST_COMPLETED)
+            for fut in done_now:
+                self.settle(fut)
+            self.fill()
+
+    def settle(self, fut) -> None:
+        """One finished item: counted as ran, empty or failed; a run-ending model failure is raised."""
+        it = self.running.pop(fut)
+        counts, queue, key = self.counts, self.queue, self.keys[it.id]
+        exc = fut.exception()
+        if exc is not None:
+            if isinstance(exc, ModelError) and not isinstance(exc, ModelReplyError):
+                raise exc  # the run stops: see the module docstring
+            counts["failed"] += 1
+            if queue is not None:
+                queue.fail(key, f"{type(exc).__name__}: {exc}")
+                self.claimed.discard(key)
+            if self.on_error:
+                self.on_error(it, exc)
+        else:
+            self.claimed.discard(key)
+            counts["ran"] += 1
+            if not fut.result().sentences:
+                counts["empty"] += 1
+                if self.on_error:
+                    self.on_error(it, EmptyAnswer(fut.result()))
+        if self.progress:
+            self.progress(queue.counts(self.key_list)["done"] if queue else self.finished + counts["ran"],
+                          len(self.items))
+
+    def finish(self, stopped: BaseException | None) -> dict[str, Any]:
+        self.pool.shutdown(wait=True)
+        failures.allow_calls()
+        items, counts, todo, writer = self.items, self.counts, self.todo, self.writer
         stats = {"total": len(items), "skipped": len(items) - len(todo), "ran": counts["ran"],
-                 "failed": counts["failed"], "replaced": replaced, "empty": counts["empty"]}
-        if queue is not None:
+                 "failed": counts["failed"], "replaced": self.replaced, "empty": counts["empty"]}
+        if self.queue is not None:
             try:
-                queue.release(sorted(claimed))  # a stopped worker's items go back to the others
+                self.queue.release(sorted(self.claimed))  # a stopped worker's items go back to the others
                 if stopped is None:
-                    stats.update(_gather(queue, key_list, item_of_key, writer, before_done, counts))
+                    stats.update(_gather(self.queue, self.key_list, self.item_of_key, writer, self.before_done, counts))
             finally:
-                queue.close()
+                self.queue.close()
         writer.finish([it.id for it in items])
         if stopped is not None:
-            kept = sum(i in writer.items for i in by_id)
-            never = len(todo) - len(started)
+            kept = sum(i in writer.items for i in self.by_id)
+            never = len(todo) - len(self.started)
             lost = len(items) - kept - never
             stopped.run_summary = (f"{kept} of {len(items)} kept in {writer.path}, {never} never ran"
                                    + (f", {lost} stopped or failed" if lost else "")
                                    + "; re-run the same command to resume")
-    return stats
+        return stats
 
 
 class EmptyAnswer(Exception):
