@@ -15,7 +15,7 @@ import json
 import re
 import time
 from collections import Counter
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -215,9 +215,40 @@ def run_bench(
 
     ``workers_db``: this process is one of several workers sharing every method's items through that
     PostgreSQL database (``run_dataset``); each worker scores and reports the whole job."""
+    plan = _plan(methods, data, out_dir, limit=limit, llm=llm, verifier=verifier, overrides=overrides, preset=preset,
+                 answer_field=answer_field, checkpoint=checkpoint, score_verifiers=score_verifiers)
+    runs, scores, extra_scores = _run_and_score(
+        plan, dataset=dataset, concurrency=concurrency, overwrite=overwrite, on_method=on_method, progress=progress,
+        on_error=on_error, checkpoint=checkpoint, workers_db=workers_db, lease_s=lease_s)
+    return _report(plan, runs, scores, extra_scores, dataset=dataset)
+
+
+@dataclass
+class _BenchPlan:
+    """What a bench runs, checked before any work: the variants, each one's registry entry and Context, the
+    items, the verifiers that score, the output folder."""
+
+    methods: list[str]
+    base: dict[str, str]
+    entries: dict[str, Any]
+    contexts: dict[str, Any]
+    items: list
+    data: str | Path
+    limit: int | None
+    preset_name: str | None
+    answer_field: str | None
+    eval_verifier: str
+    extra: list[str]
+    out: Path
+
+
+def _plan(methods, data, out_dir, *, limit, llm, verifier, overrides, preset, answer_field, checkpoint,
+          score_verifiers) -> _BenchPlan:
+    """Every input checked (one-line errors, before any generation) and the variants' Contexts built."""
+    from citegraph.graphs.presets import get_preset
     from citegraph.graphs.registry import entry
-    from citegraph.run.datasets import attach_answers, check_answer_field, load_items
-    from citegraph.run.runner import run_dataset
+    from citegraph.metrics import resolve_verifier
+    from citegraph.run.datasets import check_answer_field, load_items
 
     methods = [m.strip() for m in methods if m.strip()]
     if not methods:
@@ -235,8 +266,6 @@ def run_bench(
     if limit is not None and limit < 1:
         raise InputError("--limit must be at least 1")
     overrides = dict(overrides or {})
-    from citegraph.graphs.presets import get_preset, preset_overrides
-
     preset_name = get_preset(preset).name if preset else None  # unknown preset → InputError, before any work
     contexts = {}
     for m in methods:
@@ -251,8 +280,6 @@ def run_bench(
         raise InputError(f"--set {', '.join(unused)}: no selected method has such a setting")
     check_answer_field(list(entries.values()), answer_field)
     items = load_items(data, limit=limit)
-    from citegraph.metrics import resolve_verifier
-
     resolve_verifier(verifier or "default")  # fail fast, before any generation
     extra = [v.strip() for v in score_verifiers if v and v.strip()]
     if len(set(extra)) != len(extra) or (verifier or "default") in extra:
@@ -265,30 +292,42 @@ def run_bench(
         open_checkpointer(checkpoint)  # a bad store fails here too
     out = Path(out_dir)
     (out / "raw").mkdir(parents=True, exist_ok=True)
-    eval_verifier = verifier or "default"
+    return _BenchPlan(methods, base, entries, contexts, items, data, limit, preset_name, answer_field,
+                      verifier or "default", extra, out)
 
+
+def _run_and_score(plan: _BenchPlan, *, dataset, concurrency, overwrite, on_method, progress, on_error, checkpoint,
+                   workers_db, lease_s) -> tuple[dict, dict, dict]:
+    """Each variant run into ``raw/<variant>.json`` (resumable), then scored by the run's verifier and by
+    every ``--score-verifier`` (items scored before keep their scores)."""
+    from citegraph.graphs.presets import preset_overrides
+    from citegraph.run.datasets import attach_answers
+    from citegraph.run.runner import run_dataset
+
+    out, items, extra = plan.out, plan.items, plan.extra
     runs: dict[str, dict] = {}
     scores: dict[str, dict] = {}
     extra_scores: dict[str, dict[str, dict]] = {spec: {} for spec in extra}
-    for m in methods:
+    for m in plan.methods:
         raw = out / "raw" / f"{m}.json"
         t0 = time.perf_counter()
-        m_items = attach_answers(items, answer_field) if entries[m].answer_input else items
+        m_items = attach_answers(items, plan.answer_field) if plan.entries[m].answer_input else items
         runs[m] = run_dataset(
-            entries[m], m_items, raw, contexts[m], concurrency=concurrency, overwrite=overwrite,
+            plan.entries[m], m_items, raw, plan.contexts[m], concurrency=concurrency, overwrite=overwrite,
             progress=(lambda d, t, m=m: progress(m, d, t)) if progress else None,
             on_error=(lambda it, e, m=m: on_error(m, it, e)) if on_error else None,
-            extra_args={"input": str(Path(data).resolve()), "limit": limit, "variant": m,
-                        **({"preset": preset_name, "preset_settings": preset_overrides(preset_name, base[m])}
-                           if preset_name else {})},
+            extra_args={"input": str(Path(plan.data).resolve()), "limit": plan.limit, "variant": m,
+                        **({"preset": plan.preset_name,
+                            "preset_settings": preset_overrides(plan.preset_name, plan.base[m])}
+                           if plan.preset_name else {})},
             checkpoint=checkpoint, workers_db=workers_db, lease_s=lease_s,
         )
         runs[m]["wall_seconds"] = round(time.perf_counter() - t0, 2)
         if not raw.exists():
             continue
         # items scored by an earlier (killed) bench keep their scores: only new or changed ones are scored
-        scores[m] = scoring.score_file(raw, verifier=eval_verifier, dataset=dataset, only_ids={it.id for it in items},
-                                       reuse=True)
+        scores[m] = scoring.score_file(raw, verifier=plan.eval_verifier, dataset=dataset,
+                                       only_ids={it.id for it in items}, reuse=True)
         if on_method:
             on_method(m, scores[m])
         for spec in extra:
@@ -297,7 +336,16 @@ def run_bench(
                 output=out / "raw" / f"{m}.score.{verifier_slug(spec)}.json", save_every=EXTRA_SAVE_EVERY)
             if on_method:
                 on_method(m, extra_scores[spec][m])
+    return runs, scores, extra_scores
 
+
+def _report(plan: _BenchPlan, runs: dict, scores: dict, extra_scores: dict, *, dataset) -> dict:
+    """The tables on the items every variant finished: ``summary.json``, one summary per extra verifier,
+    the citation-F1-vs-tokens plot and ``report.md``."""
+    from citegraph.graphs.presets import get_preset
+
+    out, items, methods, data, limit = plan.out, plan.items, plan.methods, plan.data, plan.limit
+    preset_name, eval_verifier = plan.preset_name, plan.eval_verifier
     counts, common = item_counts(methods, [it.id for it in items], scores, runs)
     compared = {m: on_items(res, common) for m, res in scores.items()}
     table = markdown_table(compared)
@@ -318,7 +366,7 @@ def run_bench(
     for m in scores:
         records = json.loads((out / "raw" / f"{m}.json").read_text()).get("data", [])
         code[m] = summarize_records(r for r in records if (r.get("citegraph") or {}).get("item_id") in wanted)
-    ctx0 = next(iter(contexts.values()))
+    ctx0 = next(iter(plan.contexts.values()))
     failed = {m: r["failed"] for m, r in runs.items() if r.get("failed")}
     report = [
         "# citegraph bench",
