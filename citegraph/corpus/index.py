@@ -638,29 +638,79 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
     returns whether anything changed. A second document with an id already read in this run is
     skipped and reported as a bad line (the first one is indexed). ``journal``: where each batch's
     documents are saved before its first change and removed after its last (see the module doc)."""
-    from citegraph.tools.embeddings import embed
-
-    writing = False
-    was_interrupted = str((col.metadata or {}).get(_STAMP_KEY, "")).startswith(_WRITING)
-    write_batch = max(1, min(int(write_batch), int(getattr(col._client, "get_max_batch_size", lambda: 5000)())))
+    adder = _Adder(col, settings, rep, on_progress, write_batch, journal)
     seen: dict[str, str] = {}
+    batch: dict[str, SourceDoc] = {}
+    for n, d in enumerate(docs, 1):
+        if isinstance(d, BadLine):
+            rep.bad_lines.append(d)
+            rep.bytes_done += d.size
+            continue
+        if not d.path:
+            d.path, d.line = "documents", n
+        rep.docs_seen += 1
+        rep.notes.extend(d.notes)
+        if d.id in seen:
+            rep.bad_lines.append(BadLine(d.path, d.line, f"duplicate id {d.id!r} (first at {seen[d.id]}); "
+                                                         "this one is not indexed", d.size))
+            rep.bytes_done += d.size
+            continue
+        seen[d.id] = d.where
+        batch[d.id] = d
+        if len(batch) >= batch_docs:
+            adder.flush(batch)
+            batch = {}
+            _progress(rep, on_progress)
+    adder.flush(batch)
+    _progress(rep, on_progress)
+    if adder.writing or adder.was_interrupted:  # committed last
+        _set_stamp(col, uuid.uuid4().hex)
+    return adder.writing
 
-    def begin_write() -> None:
-        nonlocal writing
-        if not writing:  # committed before the first change: no sparse side saved earlier matches any more
-            _set_stamp(col, _WRITING + uuid.uuid4().hex)
-            writing = True
 
-    def write(rows: list[tuple[Chunk, str, int]], vecs) -> None:
-        col.upsert(ids=[c.id for c, _, _ in rows], embeddings=np.asarray(vecs, dtype=np.float32),
-                   documents=[c.text for c, _, _ in rows], metadatas=[_meta_for_chroma(c, h, n) for c, h, n in rows])
-        rep.chunks_added += len(rows)
+class _Adder:
+    """:func:`_add_docs`' writes, one batch of documents at a time (:meth:`flush`): which documents need
+    writing (:meth:`todo`), their stale chunks deleted and a killed run's good ones kept (:meth:`clear`),
+    then their chunks embedded and written, each document's chunk 0 last (:meth:`write_chunks`)."""
 
-    def flush(batch: dict[str, SourceDoc]) -> None:
+    def __init__(self, col, settings: dict[str, Any], rep: IndexReport,
+                 on_progress: Callable[[IndexReport], None] | None, write_batch: int, journal: Path | None) -> None:
+        self.col, self.settings, self.rep, self.on_progress, self.journal = col, settings, rep, on_progress, journal
+        self.writing = False
+        self.was_interrupted = str((col.metadata or {}).get(_STAMP_KEY, "")).startswith(_WRITING)
+        self.write_batch = max(1, min(int(write_batch), int(getattr(col._client, "get_max_batch_size", lambda: 5000)())))
+
+    def begin_write(self) -> None:
+        if not self.writing:  # committed before the first change: no sparse side saved earlier matches any more
+            _set_stamp(self.col, _WRITING + uuid.uuid4().hex)
+            self.writing = True
+
+    def write(self, rows: list[tuple[Chunk, str, int]], vecs) -> None:
+        self.col.upsert(ids=[c.id for c, _, _ in rows], embeddings=np.asarray(vecs, dtype=np.float32),
+                        documents=[c.text for c, _, _ in rows],
+                        metadatas=[_meta_for_chroma(c, h, n) for c, h, n in rows])
+        self.rep.chunks_added += len(rows)
+
+    def flush(self, batch: dict[str, SourceDoc]) -> None:
         if not batch:
             return
-        ids = list(batch)
         hashes = {i: doc_hash(d.title, d.text, d.metadata) for i, d in batch.items()}
+        todo, stored = self.todo(batch, hashes)
+        if not todo:
+            return
+        if self.journal is not None:
+            _write_pending(self.journal, [batch[i] for i in todo])
+        self.begin_write()
+        chunked = {i: _chunk_doc(batch[i], self.settings) for i in todo}
+        keep = self.clear(todo, stored, hashes, chunked)
+        self.write_chunks(batch, todo, hashes, chunked, keep)
+        if self.journal is not None:
+            self.journal.unlink(missing_ok=True)
+
+    def todo(self, batch: dict[str, SourceDoc], hashes: dict[str, str]) -> tuple[list[str], dict[str, list[str]]]:
+        """The batch's documents that need writing (new, changed, or cut off by a killed run; counted in the
+        report), and the chunk ids stored for each document."""
+        col, rep, ids = self.col, self.rep, list(batch)
         heads = col.get(where={"$and": [{"doc_id": {"$in": ids}}, {"order": 0}]}, include=["metadatas"])
         head = {m["doc_id"]: m for m in heads["metadatas"]}
         stored: dict[str, list[str]] = defaultdict(list)
@@ -672,7 +722,7 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
             if m is not None and m.get("doc_hash") == hashes[i]:
                 want = m.get("doc_chunks")
                 if want is None:  # written before chunk counts were recorded: count its chunks again
-                    want = len(_chunk_doc(d, settings))
+                    want = len(_chunk_doc(d, self.settings))
                 if len(stored[i]) == int(want):
                     rep.docs_unchanged += 1
                     rep.bytes_done += d.size
@@ -685,15 +735,14 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
             else:
                 rep.docs_added += 1
             todo.append(i)
-        if not todo:
-            return
-        if journal is not None:
-            _write_pending(journal, [batch[i] for i in todo])
-        begin_write()
-        chunked = {i: _chunk_doc(batch[i], settings) for i in todo}
-        # a killed run's chunks of the same content are kept (same hash and chunk count under the same
-        # settings: the same text under the same id), so a large document resumes where it was cut off;
-        # every other stored chunk of these documents goes, chunk 0 (the completion marker) always
+        return todo, stored
+
+    def clear(self, todo: list[str], stored: dict[str, list[str]], hashes: dict[str, str],
+              chunked: dict[str, list[Chunk]]) -> set[str]:
+        """A killed run's chunks of the same content are kept (same hash and chunk count under the same
+        settings: the same text under the same id), so a large document resumes where it was cut off;
+        every other stored chunk of these documents goes, chunk 0 (the completion marker) always."""
+        col = self.col
         keep: set[str] = set()
         again = [cid for i in todo for cid in stored[i]]
         for off in range(0, len(again), 5000):
@@ -702,10 +751,19 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
                         if int(m["order"]) != 0 and m.get("doc_hash") == hashes[m["doc_id"]]
                         and m.get("doc_chunks") == len(chunked[m["doc_id"]]))
         gone = [cid for cid in again if cid not in keep]
-        for off in range(0, len(gone), write_batch):
-            col.delete(ids=gone[off: off + write_batch])
-        rep.chunks_deleted += len(gone)
-        rep.chunks_kept += len(keep)
+        for off in range(0, len(gone), self.write_batch):
+            col.delete(ids=gone[off: off + self.write_batch])
+        self.rep.chunks_deleted += len(gone)
+        self.rep.chunks_kept += len(keep)
+        return keep
+
+    def write_chunks(self, batch: dict[str, SourceDoc], todo: list[str], hashes: dict[str, str],
+                     chunked: dict[str, list[Chunk]], keep: set[str]) -> None:
+        """The chunks not kept, embedded and written ``write_batch`` at a time; every document's chunk 0
+        after all the others (its presence marks the document complete)."""
+        from citegraph.tools.embeddings import embed
+
+        rep, settings, write_batch = self.rep, self.settings, self.write_batch
         firsts: list[tuple[Chunk, str, int]] = []
         first_vecs: list[np.ndarray] = []
         pending: list[tuple[Chunk, str, int]] = []
@@ -726,8 +784,8 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
                     first_vecs.append(vecs[k])
                 credit(c)
             if rest:
-                write([rows[k] for k in rest], vecs[rest])
-            _progress(rep, on_progress)
+                self.write([rows[k] for k in rest], vecs[rest])
+            _progress(rep, self.on_progress)
 
         for i in todo:
             chunks = chunked.pop(i)
@@ -742,36 +800,7 @@ def _add_docs(col, settings: dict[str, Any], docs: Iterable[SourceDoc | BadLine]
         if pending:
             embed_and_write(pending)
         for off in range(0, len(firsts), write_batch):
-            write(firsts[off: off + write_batch], np.stack(first_vecs[off: off + write_batch]))
-        if journal is not None:
-            journal.unlink(missing_ok=True)
-
-    batch: dict[str, SourceDoc] = {}
-    for n, d in enumerate(docs, 1):
-        if isinstance(d, BadLine):
-            rep.bad_lines.append(d)
-            rep.bytes_done += d.size
-            continue
-        if not d.path:
-            d.path, d.line = "documents", n
-        rep.docs_seen += 1
-        rep.notes.extend(d.notes)
-        if d.id in seen:
-            rep.bad_lines.append(BadLine(d.path, d.line, f"duplicate id {d.id!r} (first at {seen[d.id]}); "
-                                                         "this one is not indexed", d.size))
-            rep.bytes_done += d.size
-            continue
-        seen[d.id] = d.where
-        batch[d.id] = d
-        if len(batch) >= batch_docs:
-            flush(batch)
-            batch = {}
-            _progress(rep, on_progress)
-    flush(batch)
-    _progress(rep, on_progress)
-    if writing or was_interrupted:  # committed last
-        _set_stamp(col, uuid.uuid4().hex)
-    return writing
+            self.write(firsts[off: off + write_batch], np.stack(first_vecs[off: off + write_batch]))
 
 
 # ----------------------------------------------------------------------------------- the journal
