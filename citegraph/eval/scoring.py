@@ -214,51 +214,12 @@ def score_records(
     for n, rec in enumerate(records, 1):
         where = f"item {n}"
         docs = _documents(rec, where)
-        cg = rec.get("citegraph") if isinstance(rec.get("citegraph"), dict) else {}
         iid = item_id(rec, n)
-        struct = structured_answer(rec, docs)
-        alce_flags = cut_newline or not attach_trailing
-        raw = rec["output"]
-        if struct is not None and alce_flags and not alce and isinstance(struct.metadata.get("raw_output"), str):
-            raw = struct.metadata["raw_output"]  # ALCE's settings act on what the model wrote
-        # --alce reads the file's output field, as ALCE's eval.py does
-        output = M.alce_exact_output(raw) if alce else M.prepare_output(raw, cut_newline=cut_newline)
-        ans = struct if struct is not None else AttributedAnswer.from_text(
-            output, question=rec.get("question", ""), documents=docs, attach_trailing=attach_trailing)
+        struct, output, ans = _answer_of(rec, docs, alce=alce, cut_newline=cut_newline, attach_trailing=attach_trailing)
         plain = M.remove_citations(output)
         s: dict[str, Any] = {"id": iid, "length": float(len(plain.split()))}
-        # share of answer sentences with no citation at all (what GenerationPrograms rules out)
-        s["uncited_pct"] = (100.0 * sum(not cs.citations for cs in ans.sentences) / len(ans.sentences)
-                            if ans.sentences else None)
-        # the attribution stage's verdicts, when it ran (support None = unchecked): flagged sentences
-        # are uncited on purpose, so "cited or flagged" is the share a reader can check or is warned about
-        if ans.sentences and any(cs.support for cs in ans.sentences):
-            k = len(ans.sentences)
-            s["supported_pct"] = 100.0 * sum(cs.support == "supported" for cs in ans.sentences) / k
-            s["flagged_pct"] = 100.0 * sum(cs.support == "unsupported" for cs in ans.sentences) / k
-            s["cited_or_flagged_pct"] = 100.0 * sum(bool(cs.citations) or cs.support == "unsupported"
-                                                    for cs in ans.sentences) / k
-        # answer shape (issue #24: GenerationPrograms' run-on sentences): sentences, words and
-        # citations per sentence, on the answer as scored (all citations, before ALCE's cap of 3)
-        n_sent = len(ans.sentences)
-        s["sentences"] = float(n_sent)
-        s["words_per_sentence"] = s["length"] / n_sent if n_sent else None
-        s["citations_per_sentence"] = sum(len(cs.citations) for cs in ans.sentences) / n_sent if n_sent else None
-        meta = struct.metadata if struct is not None else {}
-        for key, name in (("entailment_rate_before", "module_entail_before"),
-                          ("entailment_rate_after", "module_entail_after")):
-            if isinstance(meta.get(key), (int, float)):  # GenerationPrograms' module-level check
-                s[name] = 100.0 * meta[key]
-        if dataset == "asqa":
-            em = M.str_em(output, rec.get("qa_pairs") or [])
-            s["str_em"], s["str_hit"] = 100 * em["str_em"], 100 * em["str_hit"]
-        if dataset in ("asqa", "eli5"):
-            refs = _alce_references(rec) if alce else _references(rec)
-            rouge = M.alce_rouge_lsum if alce else M.rouge_lsum
-            s["rougeLsum"] = 100 * rouge(plain, refs) if refs else None
-        if dataset == "qampari":
-            q = M.qampari_scores(output, rec.get("answers") or [])
-            s.update({k: (v if k == "num_preds" else 100 * v) for k, v in q.items()})
+        _shape_scores(s, ans, struct)
+        _text_scores(s, rec, dataset, output, plain, alce=alce)
         if dataset == "eli5":
             claims = rec.get("claims") or []
             if claims:
@@ -276,14 +237,83 @@ def score_records(
         slots.append((len(items), "alce"))
         jobs.append(M.raac_citation_job(ans))
         slots.append((len(items), "raac"))
-        usage = cg.get("usage") if isinstance(cg.get("usage"), dict) else {}
-        for k in COST_KEYS:
-            v = usage.get(k)
-            if k == "tokens" and v is None and usage:
-                v = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-            s[k] = float(v) if isinstance(v, (int, float)) else None
+        _cost_scores(s, rec)
         items.append(s)
-    results = M.run_jobs(verifier, jobs)
+    _settle(items, slots, M.run_jobs(verifier, jobs))
+    if dataset == "eli5":
+        for s in items:
+            s.setdefault("claims_nli", None)
+    return dataset, items
+
+
+def _answer_of(rec: dict, docs, *, alce: bool, cut_newline: bool, attach_trailing: bool):
+    """``(structured answer or None, the output text as scored, the answer as scored)`` of one record: its
+    structured answer when the file has one, else the text parsed; ALCE's settings act on what the model
+    wrote, and ``--alce`` reads the file's output field, as ALCE's eval.py does."""
+    struct = structured_answer(rec, docs)
+    alce_flags = cut_newline or not attach_trailing
+    raw = rec["output"]
+    if struct is not None and alce_flags and not alce and isinstance(struct.metadata.get("raw_output"), str):
+        raw = struct.metadata["raw_output"]
+    output = M.alce_exact_output(raw) if alce else M.prepare_output(raw, cut_newline=cut_newline)
+    ans = struct if struct is not None else AttributedAnswer.from_text(
+        output, question=rec.get("question", ""), documents=docs, attach_trailing=attach_trailing)
+    return struct, output, ans
+
+
+def _shape_scores(s: dict[str, Any], ans: AttributedAnswer, struct: AttributedAnswer | None) -> None:
+    """The answer's shape and the attribution stage's verdicts, into ``s``."""
+    # share of answer sentences with no citation at all (what GenerationPrograms rules out)
+    s["uncited_pct"] = (100.0 * sum(not cs.citations for cs in ans.sentences) / len(ans.sentences)
+                        if ans.sentences else None)
+    # the attribution stage's verdicts, when it ran (support None = unchecked): flagged sentences
+    # are uncited on purpose, so "cited or flagged" is the share a reader can check or is warned about
+    if ans.sentences and any(cs.support for cs in ans.sentences):
+        k = len(ans.sentences)
+        s["supported_pct"] = 100.0 * sum(cs.support == "supported" for cs in ans.sentences) / k
+        s["flagged_pct"] = 100.0 * sum(cs.support == "unsupported" for cs in ans.sentences) / k
+        s["cited_or_flagged_pct"] = 100.0 * sum(bool(cs.citations) or cs.support == "unsupported"
+                                                for cs in ans.sentences) / k
+    # answer shape (GenerationPrograms' run-on sentences): sentences, words and citations per sentence,
+    # on the answer as scored (all citations, before ALCE's cap of 3)
+    n_sent = len(ans.sentences)
+    s["sentences"] = float(n_sent)
+    s["words_per_sentence"] = s["length"] / n_sent if n_sent else None
+    s["citations_per_sentence"] = sum(len(cs.citations) for cs in ans.sentences) / n_sent if n_sent else None
+    meta = struct.metadata if struct is not None else {}
+    for key, name in (("entailment_rate_before", "module_entail_before"),
+                      ("entailment_rate_after", "module_entail_after")):
+        if isinstance(meta.get(key), (int, float)):  # GenerationPrograms' module-level check
+            s[name] = 100.0 * meta[key]
+
+
+def _text_scores(s: dict[str, Any], rec: dict, dataset: str, output: str, plain: str, *, alce: bool) -> None:
+    """Correctness against the references (STR-EM, ROUGE-Lsum, QAMPARI's precision/recall), into ``s``."""
+    if dataset == "asqa":
+        em = M.str_em(output, rec.get("qa_pairs") or [])
+        s["str_em"], s["str_hit"] = 100 * em["str_em"], 100 * em["str_hit"]
+    if dataset in ("asqa", "eli5"):
+        refs = _alce_references(rec) if alce else _references(rec)
+        rouge = M.alce_rouge_lsum if alce else M.rouge_lsum
+        s["rougeLsum"] = 100 * rouge(plain, refs) if refs else None
+    if dataset == "qampari":
+        q = M.qampari_scores(output, rec.get("answers") or [])
+        s.update({k: (v if k == "num_preds" else 100 * v) for k, v in q.items()})
+
+
+def _cost_scores(s: dict[str, Any], rec: dict) -> None:
+    """What the item cost (``COST_KEYS``, from the record's usage), into ``s``."""
+    cg = rec.get("citegraph") if isinstance(rec.get("citegraph"), dict) else {}
+    usage = cg.get("usage") if isinstance(cg.get("usage"), dict) else {}
+    for k in COST_KEYS:
+        v = usage.get(k)
+        if k == "tokens" and v is None and usage:
+            v = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        s[k] = float(v) if isinstance(v, (int, float)) else None
+
+
+def _settle(items: list[dict], slots: list[tuple[int, str]], results: list) -> None:
+    """The verifier jobs' results (claims, ALCE citations, RAAC's F1) into their items."""
     for (i, kind), res in zip(slots, results):
         s = items[i]
         if kind == "claims":
@@ -297,10 +327,6 @@ def score_records(
             s["n_citations"] = float(res["n_citations"])
         else:
             s["raac_rec"], s["raac_prec"], s["raac_f1"] = 100 * res.recall, 100 * res.precision, 100 * res.f1
-    if dataset == "eli5":
-        for s in items:
-            s.setdefault("claims_nli", None)
-    return dataset, items
 
 
 # --------------------------------------------------------------------------- aggregation
