@@ -68,35 +68,26 @@ _MONTHS = {"january", "february", "march", "april", "may", "june", "july", "augu
            "november", "december"}
 
 # opposite words (each maps both ways); inflected forms share a stem, so one form per pair suffices
-_ANTONYMS = [("increase", "decrease"), ("increase", "reduce"), ("rise", "fall"), ("rose", "fell"),
-             ("raise", "lower"), ("grow", "shrink"), ("gain", "lose"), ("win", "lose"), ("won", "lost"),
-             ("approve", "reject"), ("accept", "reject"), ("accept", "refuse"), ("allow", "ban"),
-             ("allow", "forbid"), ("allow", "prohibit"), ("permit", "ban"), ("succeed", "fail"),
-             ("open", "close"), ("begin", "end"), ("start", "end"), ("start", "stop"), ("higher", "lower"),
-             ("larger", "smaller"), ("bigger", "smaller"), ("more", "fewer"), ("more", "less"),
-             ("greater", "smaller"), ("greater", "less"), ("longer", "shorter"), ("faster", "slower"),
-             ("older", "younger"), ("earlier", "later"), ("before", "after"), ("first", "last"),
-             ("support", "oppose"), ("favour", "against"), ("favor", "against"), ("improve", "worsen"),
-             ("positive", "negative"), ("true", "false"), ("alive", "dead"), ("male", "female"),
-             ("north", "south"), ("east", "west"), ("northern", "southern"), ("eastern", "western"),
-             ("buy", "sell"), ("bought", "sold"), ("include", "exclude"), ("confirm", "deny"),
-             ("always", "never"), ("common", "rare"), ("strong", "weak"), ("best", "worst"),
-             ("maximum", "minimum"), ("highest", "lowest"), ("largest", "smallest"), ("most", "least"),
-             ("above", "below"), ("inside", "outside"), ("import", "export"), ("expand", "contract"),
-             ("strengthen", "weaken"), ("cheaper", "expensive"), ("high", "low"), ("rich", "poor"),
-             ("success", "failure"), ("victory", "defeat"), ("safe", "dangerous"), ("easy", "difficult"),
-             ("easier", "harder"), ("heavier", "lighter"), ("hot", "cold"), ("warm", "cool"),
-             ("increasing", "declining"), ("increase", "decline"), ("rise", "decline"), ("rise", "drop"),
-             ("join", "leave"), ("joined", "left"), ("arrive", "depart"), ("hire", "fire"), ("hire", "dismiss"),
-             ("love", "hate"), ("like", "dislike"), ("agree", "disagree"), ("present", "absent"),
-             ("public", "private"), ("legal", "illegal"), ("possible", "impossible"), ("likely", "unlikely"),
-             ("effective", "ineffective"), ("able", "unable"), ("known", "unknown"), ("married", "unmarried"),
-             ("healthy", "unhealthy"), ("safe", "unsafe"), ("stable", "unstable"), ("fair", "unfair"),
-             ("regular", "irregular"), ("relevant", "irrelevant"), ("responsible", "irresponsible"),
-             ("mature", "immature"), ("mortal", "immortal"), ("visible", "invisible"), ("active", "inactive"),
-             ("accurate", "inaccurate"), ("complete", "incomplete"), ("correct", "incorrect"),
-             ("sufficient", "insufficient"), ("significant", "insignificant"), ("approve", "disapprove"),
-             ("agreement", "disagreement"), ("advantage", "disadvantage"), ("honest", "dishonest")]
+_ANTONYMS = [tuple(pair.split("/")) for pair in """
+increase/decrease increase/reduce rise/fall rose/fell raise/lower grow/shrink gain/lose win/lose
+won/lost approve/reject accept/reject accept/refuse allow/ban allow/forbid allow/prohibit permit/ban
+succeed/fail open/close begin/end start/end start/stop higher/lower larger/smaller bigger/smaller
+more/fewer more/less greater/smaller greater/less longer/shorter faster/slower older/younger
+earlier/later before/after first/last support/oppose favour/against favor/against improve/worsen
+positive/negative true/false alive/dead male/female north/south east/west northern/southern
+eastern/western buy/sell bought/sold include/exclude confirm/deny always/never common/rare
+strong/weak best/worst maximum/minimum highest/lowest largest/smallest most/least above/below
+inside/outside import/export expand/contract strengthen/weaken cheaper/expensive high/low rich/poor
+success/failure victory/defeat safe/dangerous easy/difficult easier/harder heavier/lighter hot/cold
+warm/cool increasing/declining increase/decline rise/decline rise/drop join/leave joined/left
+arrive/depart hire/fire hire/dismiss love/hate like/dislike agree/disagree present/absent
+public/private legal/illegal possible/impossible likely/unlikely effective/ineffective able/unable
+known/unknown married/unmarried healthy/unhealthy safe/unsafe stable/unstable fair/unfair
+regular/irregular relevant/irrelevant responsible/irresponsible mature/immature mortal/immortal
+visible/invisible active/inactive accurate/inaccurate complete/incomplete correct/incorrect
+sufficient/insufficient significant/insignificant approve/disapprove agreement/disagreement
+advantage/disadvantage honest/dishonest
+""".split()]
 
 _BE = {"is", "are", "was", "were", "be", "been", "being", "got", "gets", "get"}
 _IRREGULAR_PARTICIPLES = set("""beaten bought sold won hit led met left taken given told taught caught brought built
