@@ -352,6 +352,24 @@ def test_verify_file_round_trip(tmp_path):
     assert summary["verifier"] == "stub:keyword"
 
 
+def test_verify_file_with_checks_says_why(tmp_path):
+    V.register_verifier("stub:yes", V.FunctionVerifier(lambda p, h: 0.9, spec="stub:yes"))
+    premise = "The Velmont board approved the merger with Krusto in 2019."
+    src = _write(tmp_path / "pairs.jsonl", [
+        {"id": "a", "premise": premise, "hypothesis": "The Velmont board approved the merger with Krusto."},
+        {"id": "b", "premise": premise, "hypothesis": "The Velmont board rejected the merger with Krusto in 2019."},
+    ])
+    out = tmp_path / "out.jsonl"
+    summary = VC.verify_file(src, out, "stub:yes+checks")
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["entailed"] for r in rows] == [True, False] and rows[1]["probability"] == 0.1
+    assert rows[0]["conflicts"] == [] and rows[1]["conflicts"][0].startswith("antonym: the claim has 'rejected'")
+    assert summary["verifier"] == "stub:yes+checks" and summary["max_windows"] is None
+    plain = tmp_path / "plain.jsonl"
+    VC.verify_file(src, plain, "stub:yes")
+    assert "conflicts" not in json.loads(plain.read_text().splitlines()[0])
+
+
 def test_verify_file_to_stdout(tmp_path, capsys):
     V.register_verifier("stub:keyword", _keyword_stub([]))
     src = _write(tmp_path / "p.jsonl", [{"premise": "red fire", "hypothesis": "fire"}])

@@ -68,9 +68,13 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
     scores = verifier.score([(r["premise"], r["hypothesis"]) for r in rows])
     seconds = time.perf_counter() - t0
     thr = verifier.threshold if threshold is None else float(threshold)
+    explain = getattr(verifier, "explain", None)  # a +checks verifier says why it capped a pair
     out_lines = []
     for r, s in zip(rows, scores):
-        out_lines.append(json.dumps({**r, "probability": round(s, 6), "entailed": bool(s >= thr)}, ensure_ascii=False))
+        line = {**r, "probability": round(s, 6), "entailed": bool(s >= thr)}
+        if explain is not None:
+            line["conflicts"] = [str(f) for f in explain(r["premise"], r["hypothesis"])]
+        out_lines.append(json.dumps(line, ensure_ascii=False))
     text = "\n".join(out_lines) + ("\n" if out_lines else "")
     if output_path is None or str(output_path) == "-":
         sys.stdout.write(text)
@@ -89,7 +93,8 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
         "not_entailed": len(rows) - int(n_ent),
         "pairs_scored": verifier.stats.pairs_scored - before.pairs_scored,
         "cache_hits": verifier.stats.cache_hits - before.cache_hits,
-        "max_windows": (verifier.max_windows or 0) if isinstance(verifier, _HFVerifier) else None,
+        "max_windows": (model.max_windows or 0) if isinstance(model := getattr(verifier, "base", verifier), _HFVerifier)
+        else None,
         "premises_not_all_windows": verifier.stats.windows_skipped - before.windows_skipped,
         "seconds": round(seconds, 3),
         "pairs_per_second": round(len(rows) / seconds, 1) if seconds > 0 else None,
