@@ -43,7 +43,7 @@ server: $(BIN)/llama-server
 ## checked by the attribution stage (cited with its evidence sentence, or flagged), saved for `show`.
 demo: install
 	@mkdir -p runs && rm -f runs/demo.json
-	$(BIN)/citegraph ask vanilla --example --set attribution=repair --save runs/demo.json
+	$(BIN)/citegraph ask vanilla --example --set attribution=repair --verifier default+checks --save runs/demo.json
 
 ## The whole test suite (embedded-model tests included).
 test: install-dev

@@ -128,3 +128,11 @@ def test_a_low_score_is_never_raised(stub):
     v = get_verifier("stub:low+checks")
     assert v.score([(LAB, "The new vaccine did not protect adults against the virus.")]) == [0.03]
     assert v.flagged == 0
+
+
+def test_a_thing_made_the_subject_of_what_a_person_did():
+    premise = ("Marta Velk was a Danish architect. She is best known for the Orvik Library and for her work on the "
+               "harbour bridge in Aarhus.")
+    assert kinds(premise, "The library is also known for its work on the harbour bridge in Aarhus.") == ["role"]
+    assert kinds(premise, "Velk is known for her work on the harbour bridge in Aarhus.") == []
+    assert kinds(premise, "The architect is best known for the Orvik Library.") == []

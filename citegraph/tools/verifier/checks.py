@@ -459,6 +459,27 @@ def _role(p: _Pair) -> Finding | None:
         voice_differs = c_passive != b_passive
         if reversed_ != voice_differs:
             return Finding("role", f"{c.tokens[ka]!r} and {c.tokens[kz]!r} trade places around {c.tokens[i]!r}")
+    return _subject_moved(p, shared)
+
+
+def _subject_moved(p: _Pair, shared: set[str]) -> Finding | None:
+    """A thing made the subject of what a person did: the claim's subject, a common noun, stands after the
+    same verb in the premise sentence whose subject is "he" or "she" ("He is known for the tower and for
+    the statue" -> "The tower is known for the statue"), in the same voice."""
+    c, b = p.claim, p.best
+    for i, s in enumerate(c.stems):
+        if s not in shared or not _pivot(c, i):
+            continue
+        subj = next((k for k in range(i) if _is_content(c.lower[k]) and c.lower[k] != "also"), None)
+        if subj is None or i - subj > 4 or c.stems[subj] not in shared or not c.tokens[subj].islower():
+            continue
+        j, js = _first(b.stems, s), _first(b.stems, c.stems[subj])
+        if js < j or _passive_at(c, i) != _passive_at(b, j):
+            continue
+        person = [w for w in b.lower[max(0, j - 4): j] if w in ("he", "she")]
+        if person:
+            return Finding("role", f"{c.tokens[subj]!r} is what {c.tokens[i]!r} is said of in the claim; in the "
+                                   f"premise it is said of {person[-1]!r}, and {c.tokens[subj]!r} comes after it")
     return None
 
 
