@@ -390,11 +390,23 @@ def test_structural_checks_veto_a_documents_sentences_and_say_why(tmp_path, caps
     checked = attribute_answer(_answer(docs, (negated, [1]), (true, [1])), get_verifier("stub:lenient+checks"))
     assert [s.support for s in checked.sentences] == ["unsupported", "supported"]
     recs = checked.metadata["attribution"]["sentences"]
-    assert recs[0]["conflicts"] and recs[0]["conflicts"][0].startswith("negation:") and recs[1]["conflicts"] == []
+    assert recs[0]["conflicts"] and recs[0]["conflicts"][0].startswith("[1] negation:") and recs[1]["conflicts"] == []
 
     text = tmp_path / "answer.txt"
     text.write_text(f"{negated} [1] {true} [1]")
     code = main(["cite", "--text", str(text), "--docs", str(_write_docs(tmp_path, docs)), "--verifier",
                  "stub:lenient+checks"])
     out = " ".join(capsys.readouterr().out.split())
-    assert code == 0 and "✗ negation: the claim says 'not' of 'protect'" in out and "1 unsupported" in out
+    assert code == 0 and "✗ [1] negation: the claim says 'not' of 'protect'" in out and "1 unsupported" in out
+
+
+def test_an_uncited_flagged_sentence_is_explained_by_the_closest_conflicting_document():
+    register_verifier("stub:lenient2", FunctionVerifier(lambda p, h: 0.9 if overlap(p, h) > 0.2 else 0.05,
+                                                        spec="stub:lenient2"))
+    docs = [Document(id="a", title="", text="Delta makes bicycles in Lyon."),
+            Document(id="b", title="", text="The Orvik vaccine protected adults against the virus.")]
+    out = attribute_answer(_answer(docs, ("The Orvik vaccine did not protect adults against the virus.", [])),
+                           get_verifier("stub:lenient2+checks"))
+    assert out.sentences[0].support == "unsupported"
+    (why,) = out.metadata["attribution"]["sentences"][0]["conflicts"]
+    assert why.startswith("[2] negation: the claim says 'not' of 'protect'")

@@ -70,7 +70,7 @@ def test_cite_with_structural_checks_says_why_a_sentence_conflicts():
     r = call(build_server(Service(verifier="default+checks")), "cite", {
         "text": "The tower was not built from 1887 to 1889 [1]. It is 330 metres tall [1].", "documents": DOCS})
     first, second = r.structured_content["sentences"]
-    assert first["status"] == "unsupported" and first["conflicts"][0].startswith("negation: the claim says 'not'")
+    assert first["status"] == "unsupported" and first["conflicts"][0].startswith("[1] negation: the claim says 'not'")
     assert second["status"] == "supported" and second["conflicts"] == []
 
 

@@ -577,6 +577,6 @@ def test_a_checked_verifiers_reason_is_shown_under_the_sentence(tmp_path, script
                 make_context("vanilla", llm=spec, attribution="repair", verifier="stub:lenient-show+checks"))
     page = build_page([out], verifier=VSPEC)
     first, second = cell(page).sentences[:2]
-    assert first.support == "unsupported" and first.conflicts[0].startswith("negation: the claim says 'not' of 'built'")
+    assert first.support == "unsupported" and first.conflicts[0].startswith("[1] negation: the claim says 'not' of 'built'")
     assert second.support == "supported" and second.conflicts == []
-    assert '<div class="conflict">✗ negation: the claim says &#39;not&#39; of &#39;built&#39;' in render_page(page)
+    assert '<div class="conflict">✗ [1] negation: the claim says &#39;not&#39; of &#39;built&#39;' in render_page(page)

@@ -291,13 +291,23 @@ class _Attribution:
         return out_sents, records, dropped, reported
 
     def conflicts(self, i: int, cits: list[int]) -> list[str]:
-        """What a verifier with structural checks (``explain``) finds wrong with sentence ``i`` against the
-        documents it cited (else the ones the stage kept); none for other verifiers."""
+        """What a verifier with structural checks (``explain``) finds wrong with sentence ``i``: against the
+        documents it cited, else the ones the stage kept, else the candidate sharing the most words with it
+        among those it conflicts with (named: "[3] role: ..."); none for other verifiers."""
         explain = getattr(self.sc.verifier, "explain", None)
-        docs = self.written.get(i) or cits
-        if explain is None or not docs:
+        if explain is None:
             return []
-        return [str(f) for f in explain(premise(self.docs, docs), self.sents[i].text.strip())]
+        text = self.sents[i].text.strip()
+        docs = self.written.get(i) or cits
+        if docs:
+            found = [str(f) for f in explain(premise(self.docs, docs), text)]
+            return [f"[{docs[0]}] {f}" for f in found] if len(docs) == 1 else found
+        words = set(text.lower().split())
+        for c in sorted(self.pool.get(i, []), key=lambda c: -len(words & set(self.docs[c - 1].text.lower().split()))):
+            found = explain(premise(self.docs, (c,)), text)
+            if found:
+                return [f"[{c}] {f}" for f in found]
+        return []
 
     def evidence(self, i: int, cits: list[int], max_evidence: int) -> list[Evidence]:
         """The evidence a method attached for the kept documents, and for the others their best sentences
