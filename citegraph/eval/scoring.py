@@ -433,31 +433,8 @@ def score_file(
     fresh: dict[int, dict] = {}
 
     def write() -> dict:
-        # the items scored so far, in file order (all of them once every group is done)
-        ready = [i for i, k in enumerate(keys) if i in fresh or k in prev]
-        items = [fresh[i] if i in fresh else {**prev[keys[i]], "id": item_id(records[i], i + 1)} for i in ready]
-        summary = summarize(items)
-        if alce and summary.get("rougeLsum") is not None:
-            summary["rougeLsum"] = 100 * M.alce_rouge_aggregate([s["rougeLsum"] / 100 for s in items
-                                                                 if isinstance(s.get("rougeLsum"), (int, float))])
-        result = {
-            "input": str(path),
-            "method": args.get("method"),
-            "dataset": dataset or "generic",  # (no record selected)
-            "verifier": verifier,
-            "settings": settings,
-            "summary": summary,
-            "ci95": {k: list(v) for k, v in bootstrap(items).items()},
-            "items": items,
-            "item_keys": [keys[i] for i in ready],  # score_key of each item: what a later run with reuse compares
-        }
-        if len(ready) < len(keys):
-            result["incomplete"] = f"{len(ready)} of {len(keys)} item(s) scored"
-        if misplaced:
-            result["warnings"] = [f"{len(misplaced)} of {len(records)} record(s) ({', '.join(misplaced[:5])}"
-                                  f"{' …' if len(misplaced) > 5 else ''}): {MISPLACED_EVIDENCE}"]
-        out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-        return result
+        return _write_scores(out, path, args.get("method"), dataset, verifier, settings, records, keys, prev, fresh,
+                             alce=alce, misplaced=misplaced)
 
     if todo:
         M.resolve_verifier(verifier)  # fail fast on a bad spec / missing weights
@@ -474,6 +451,36 @@ def score_file(
                 write()
     result = write()
     result.update(written=str(out), scored=len(todo), reused=len(records) - len(todo))
+    return result
+
+
+def _write_scores(out: Path, path, method, dataset, verifier, settings, records, keys, prev, fresh, *, alce: bool,
+                  misplaced: list[str]) -> dict:
+    """The score file for the items scored so far (``fresh`` now, ``prev`` reused), in file order: its summary,
+    intervals, items and each item's score key; ``incomplete`` while groups remain."""
+    ready = [i for i, k in enumerate(keys) if i in fresh or k in prev]
+    items = [fresh[i] if i in fresh else {**prev[keys[i]], "id": item_id(records[i], i + 1)} for i in ready]
+    summary = summarize(items)
+    if alce and summary.get("rougeLsum") is not None:
+        summary["rougeLsum"] = 100 * M.alce_rouge_aggregate([s["rougeLsum"] / 100 for s in items
+                                                             if isinstance(s.get("rougeLsum"), (int, float))])
+    result = {
+        "input": str(path),
+        "method": method,
+        "dataset": dataset or "generic",  # (no record selected)
+        "verifier": verifier,
+        "settings": settings,
+        "summary": summary,
+        "ci95": {k: list(v) for k, v in bootstrap(items).items()},
+        "items": items,
+        "item_keys": [keys[i] for i in ready],  # score_key of each item: what a later run with reuse compares
+    }
+    if len(ready) < len(keys):
+        result["incomplete"] = f"{len(ready)} of {len(keys)} item(s) scored"
+    if misplaced:
+        result["warnings"] = [f"{len(misplaced)} of {len(records)} record(s) ({', '.join(misplaced[:5])}"
+                              f"{' …' if len(misplaced) > 5 else ''}): {MISPLACED_EVIDENCE}"]
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
     return result
 
 
