@@ -32,8 +32,6 @@ from citegraph.tools.verifier.base import Pair, Verifier
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]|\d+(?:[.,]\d+)*|[.,;:!?()]")
 # a number standing alone: not the 19 of COVID-19, the 2 of CO2, the 3 of Q3 nor a decade (1990s)
 _NUMBER = re.compile(r"(?<![A-Za-z]-)(?<![\w.])(?<!\d,)(\d+(?:[.,]\d+)*)(?![\d,.]*\d)(?!'?s\b)(?![A-Za-z]|-[A-Za-z]*\d)")
-_BOUND_BEFORE = re.compile(r"\b(?:before|after|over|under|than|least|most|above|below|within|beyond|exceeding|"
-                           r"nearly|almost)\W{0,2}$", re.I)
 _CLAUSE_END = {".", ",", ";", ":", "!", "?", "(", ")", "but", "although", "though", "while", "whereas",
                "however", "yet", "because", "which", "who", "whom", "whose", "where", "when"}
 
@@ -64,6 +62,7 @@ _SCALE = {"hundred", "thousand", "million", "billion", "and"}
 # a number after these is a bound, not a value the premise must state ("died before 30 BC")
 _BOUND = {"before", "after", "over", "under", "than", "least", "most", "above", "below", "within", "beyond",
           "exceeding", "nearly", "almost"}
+_BOUND_BEFORE = re.compile(r"\b(?:" + "|".join(sorted(_BOUND)) + r")\W{0,2}$", re.I)
 _MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december"}
 
@@ -289,13 +288,24 @@ def _first(stems: list[str], s: str) -> int:
     return stems.index(s)
 
 
+@lru_cache(maxsize=2048)
+def _text(text: str) -> _Text:
+    """A text tokenised once: the stage checks one document against many sentences."""
+    return _Text.of(text)
+
+
+@lru_cache(maxsize=512)
+def _sentence_texts(premise: str) -> tuple[_Text, ...]:
+    return tuple(_text(s) for s in _sentences(premise))
+
+
 class _Pair:
     def __init__(self, premise: str, claim: str):
         self.premise_text = premise
         self.claim_text = claim
-        self.claim = _Text.of(claim)
-        self.premise = _Text.of(premise)
-        self.sents = [_Text.of(s) for s in _sentences(premise)]
+        self.claim = _text(claim)
+        self.premise = _text(premise)
+        self.sents = _sentence_texts(premise)
         self.claim_content = self.claim.content()
         self.premise_content = self.premise.content()
         overlaps = [len(self.claim_content & s.content()) for s in self.sents]
@@ -567,8 +577,10 @@ class CheckedVerifier(Verifier):
         return found
 
     def explain(self, premise: str, claim: str) -> list[Finding]:
-        """Why a pair is capped (empty: it is not)."""
-        return find_conflicts(premise, claim, self.rules)
+        """Why a pair is capped (empty: it is not); read from what scoring found when it looked."""
+        with self._lock:
+            found = self._found.get((premise, claim))
+        return list(found) if found is not None else find_conflicts(premise, claim, self.rules)
 
     def clear_cache(self) -> None:
         with self._lock:
