@@ -8,6 +8,7 @@ import io
 import json
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -190,14 +191,14 @@ def test_a_question_only_call_retrieves_from_the_configured_corpus():
 
 def test_a_question_only_call_without_a_corpus_is_an_error_the_agent_sees():
     cite = ScriptedChatModel(script=[ANSWER])
-    tool = build_graph("vanilla").as_tool(llm=spec_of(cite))  # the compiled graph's as_tool alike
+    tool = as_tool(build_graph("vanilla"), llm=spec_of(cite))  # a graph already built alike
     out = agent_loop(ToolCallingModel(args={"question": "What is Alpha?"}), [tool]).invoke(
         {"messages": [HumanMessage("What is Alpha?")]})
     tm = next(m for m in out["messages"] if isinstance(m, ToolMessage))
     assert tm.status == "error" and "no documents given and no corpus configured" in tm.content
     assert tm.artifact is None and cite.calls == []
     with pytest.raises(InputError, match="unknown setting\\(s\\) for vanilla: nope"):
-        build_graph("vanilla").as_tool(nope=1)
+        as_tool(build_graph("vanilla"), nope=1)
     with pytest.raises(InputError, match="unknown model spec 'gpt-5'"):
         as_tool("vanilla", llm="gpt-5")
 
@@ -240,7 +241,7 @@ def test_python_entry_points_validate_before_any_model_work():
     g = build_graph("vanilla")
     with pytest.raises(InputError, match="^the question is empty and there are no documents and no corpus"):
         g.invoke({"question": " ", "documents": []}, context=VanillaContext(llm=spec))
-    with pytest.raises(InputError, match="^unknown setting\\(s\\) for vanilla: bogus_knob; known: "):
+    with pytest.raises(InputError, match="^unknown setting\\(s\\) for VanillaContext: bogus_knob; known: "):
         g.invoke({"question": "q", "documents": DOCS}, context={"llm": spec, "bogus_knob": 1})  # as the SDK sends it
     with pytest.raises(InputError, match="^VanillaContext.verifier: unknown verifier spec 'foo'"):
         g.invoke({"question": "q", "documents": DOCS}, context=VanillaContext(llm=spec, verifier="foo"))
@@ -253,12 +254,37 @@ def test_python_entry_points_validate_before_any_model_work():
     assert out["answer"].render() == ANSWER
 
 
-def test_the_server_filter_lets_every_context_key_through():
-    """The LangGraph API server drops a context key `key in schema["properties"]` denies; ours denies
-    none, so the graph names the unknown key (tests/test_studio.py checks it over the SDK)."""
-    schema = build_graph("vanilla").get_context_jsonschema()
-    assert "anything" in schema["properties"] and "llm" in dict(schema["properties"])
-    assert "anything" not in json.loads(json.dumps(schema))["properties"]
+def test_the_servers_app_passes_the_sent_context_keys_to_the_graph():
+    """The LangGraph API server drops a context key its schema lacks before the graph sees it; the app
+    langgraph.json mounts (graphs/webapp.py) sends the keys along as a header, and the graph names an
+    unknown one (tests/test_studio.py checks it over the SDK). Other requests pass unchanged."""
+    pytest.importorskip("starlette")
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from citegraph.graphs.webapp import ContextKeysMiddleware
+
+    async def echo(request):
+        return JSONResponse({"header": request.headers.get("x-citegraph-context-keys"),
+                             "body": (await request.body()).decode()})
+
+    app = ContextKeysMiddleware(Starlette(routes=[Route(p, echo, methods=["POST"]) for p in
+                                                  ("/threads/{t}/runs/wait", "/runs/stream", "/runs/batch", "/assistants")]))
+    client = TestClient(app)
+    body = json.dumps({"assistant_id": "vanilla", "context": {"llm": "x", "bogus_knob": 3}})
+    got = client.post("/threads/t1/runs/wait", content=body).json()
+    assert json.loads(got["header"]) == ["bogus_knob", "llm"] and got["body"] == body
+    assert json.loads(client.post("/runs/stream", content=body).json()["header"]) == ["bogus_knob", "llm"]
+    for path, content in (("/runs/stream", '{"assistant_id": "vanilla"}'), ("/runs/stream", "not json"),
+                          ("/runs/batch", body), ("/assistants", body)):
+        got = client.post(path, content=content).json()
+        assert got["header"] is None and got["body"] == content, path
+    repo = Path(__file__).resolve().parent.parent
+    http = json.loads((repo / "langgraph.json").read_text())["http"]
+    assert http["app"] == "./citegraph/graphs/webapp.py:app"
+    assert http["configurable_headers"]["includes"] == ["x-citegraph-context-keys"]  # the server copies it to the run
 
 
 @pytest.mark.parametrize("argv, needle", [

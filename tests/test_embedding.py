@@ -10,6 +10,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 from citegraph.graphs.registry import build_graph
+from citegraph.graphs.tool import as_tool
 from citegraph.state import Document
 from citegraph.testing import ScriptedChatModel
 from citegraph.tools.models import registry
@@ -66,7 +67,7 @@ def test_two_methods_as_subgraphs_under_a_parent_with_its_own_context(default_ll
 def test_a_graph_as_a_tool(default_llm):
     """The tool's text is the cited answer with its sources; the AttributedAnswer is the artifact
     (an agent loop drives it in tests/test_agent_app.py)."""
-    tool = build_graph("vanilla").as_tool(name="cited_answer", description="Answer with citations.")
+    tool = as_tool(build_graph("vanilla"), name="cited_answer", description="Answer with citations.")
     args = {"question": "What are Alpha and Beta?", "documents": [d.model_dump() for d in DOCS]}
     text = tool.invoke(args)
     assert text.startswith("Alpha was founded in 1901 [1]. Beta is in Chile [2].\n\nSources:\n[1] Alpha (id: a)")

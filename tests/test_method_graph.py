@@ -1,11 +1,12 @@
 """What ``graphs/base.py`` relies on in LangGraph, asserted through LangGraph's public API (issue #36):
-a compiled MethodGraph is the very object ``StateGraph.compile`` built (every attribute it set, so a
-v2 run coerces its output as LangGraph's own graph does), with our entry-point checks on top; every
-public way to run it passes through them before any node runs; node errors are wrapped where the
-node is added, and LangGraph's own control flow (interrupts, resume) still passes through.
+a compiled MethodGraph is LangGraph's own compiled graph (the class ``StateGraph.compile`` returns,
+with every attribute it sets, so a v2 run coerces its output as LangGraph's own graph does); every
+public way to run it checks the run before any node's work (in the wrapped entry nodes); node errors
+are wrapped where the node is added, and LangGraph's own control flow (interrupts, resume) still
+passes through.
 
-A LangGraph upgrade that adds state to its compiled graph, routes an entry point around
-``stream``/``astream``, or changes how an interrupt travels fails here."""
+A LangGraph upgrade that changes how a node wrapper, the Runtime a node gets, or an interrupt
+travels fails here."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from langgraph.types import Command, interrupt
 from pydantic import BaseModel
 
 from citegraph.errors import InputError, NodeError
-from citegraph.graphs.base import MethodCompiledGraph, MethodGraph
+from citegraph.graphs.base import MethodGraph
 from citegraph.graphs.registry import build_graph, names
 from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
 
@@ -37,7 +38,7 @@ class S(InputState, OutputState, RunContextState):
     seen: list[int] = []
 
 
-def counting_graph(calls: list[str], checkpointer=None, pause: bool = False) -> MethodCompiledGraph:
+def counting_graph(calls: list[str], checkpointer=None, pause: bool = False) -> CompiledStateGraph:
     """START -> add -> (ask: an interrupt, when ``pause``) -> END; every node run is logged in ``calls``."""
 
     def add(state: S, runtime: Runtime[Ctx]) -> dict:
@@ -65,8 +66,7 @@ def counting_graph(calls: list[str], checkpointer=None, pause: bool = False) -> 
 def test_compile_keeps_everything_langgraphs_compile_sets(name):
     ours = build_graph(name)
     plain = StateGraph.compile(ours.builder)  # LangGraph's own compile of the same builder
-    assert isinstance(ours, MethodCompiledGraph) and isinstance(ours, CompiledStateGraph)
-    assert type(plain) is CompiledStateGraph
+    assert type(ours) is CompiledStateGraph and type(plain) is CompiledStateGraph
     assert set(vars(ours)) == set(vars(plain)), "a compiled MethodGraph lost or gained LangGraph state"
     assert set(ours.nodes) == set(plain.nodes) and set(ours.channels) == set(plain.channels)
 
@@ -110,7 +110,7 @@ def test_every_entry_point_checks_the_run_before_a_node_runs(entry):
     calls: list[str] = []
     g = counting_graph(calls)
     run = ENTRY_POINTS[entry]
-    with pytest.raises(InputError, match=r"^unknown setting\(s\) for LangGraph: nope; known: "):
+    with pytest.raises(InputError, match=r"^unknown setting\(s\) for Ctx: nope; known: "):
         run(g, {"question": "Q"}, context={"nope": 1})
     with pytest.raises(InputError, match=r"^Ctx.step must be at least 1, got 0$"):
         run(g, {"question": "Q"}, context={"step": 0})

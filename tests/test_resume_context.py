@@ -13,12 +13,12 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START
 from langgraph.types import Command, Send
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from citegraph.graphs.base import MethodGraph, context_record
 from citegraph.graphs.registry import build_graph, make_context, names
 from citegraph.state import Document
-from citegraph.state.base import BaseContext, RunContextState, knob
+from citegraph.state.base import BaseContext, RunContextState, RunRecord, knob
 from citegraph.state.genprog import GenProgContext
 from citegraph.testing import ScriptedChatModel
 from citegraph.tools.models import registry
@@ -107,7 +107,7 @@ class TwoState(RunContextState):
     tags: Annotated[list[str], operator.add] = Field(default_factory=list)
 
 
-class Task(BaseModel):
+class Task(RunRecord):  # a Send payload carries the run's Context (filled in by the route)
     n: int
 
 

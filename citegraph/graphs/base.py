@@ -1,20 +1,28 @@
-"""The one StateGraph every method builds on: function nodes that fail say which node and why.
+"""The one StateGraph every method builds on, and all it adds to LangGraph, through LangGraph's public
+extension points only: node wrappers added at build time (``StateGraph.add_node``/
+``add_conditional_edges``), the ``Runtime`` a node runs with (``Runtime.override``, ``get_runtime``),
+``Send`` payloads, and the run's config (``get_config``). The compiled graph is LangGraph's own.
 
-LangGraph's API server (Studio, the SDK) shows the message of ValueError/RuntimeError-family errors
-and replaces every other error's with "An internal error occurred". Our own errors (``InputError``,
-``ModelError``) are already readable and pass through unchanged, as do LangGraph's control-flow
-exceptions (interrupts, ``Command`` bubbling); anything else raised inside a node becomes a
-:class:`citegraph.errors.NodeError` naming the node, the original class and its first line (the
-original is chained as ``__cause__``, so a traceback still shows it).
-
-A run keeps its Context across an interrupt: the first node that runs with a Context of the graph's
-class records it in the state's ``run_context`` (:class:`citegraph.state.base.RunContextState`), and
-a continuation (``Command(resume=...)`` or ``None`` as input) that comes with no Context (``None``,
-or ``{}`` as the LangGraph API server passes when the client sent none) runs with the recorded one
-(:class:`MethodCompiledGraph`). The Context is restored for the whole continuation, so the nodes of
-a ``Send`` fan-out, whose input is their task and not the state, get it too. A Context sent with the
-continuation wins and is recorded in its place. A new input on the thread is a new run: without a
-Context it gets the defaults.
+- **Node errors are named.** LangGraph's API server (Studio, the SDK) shows the message of
+  ValueError/RuntimeError-family errors and replaces every other error's with "An internal error
+  occurred". Our own errors (``InputError``, ``ModelError``) are readable and pass through unchanged,
+  as do LangGraph's control-flow exceptions (interrupts, ``Command`` bubbling); anything else raised
+  inside a node becomes a :class:`citegraph.errors.NodeError` naming the node, the original class and
+  its first line (the original is chained as ``__cause__``).
+- **A run is checked before its first node's work.** A graph's entry nodes (those ``START`` leads to)
+  check the run, each failure one ``InputError`` line (:func:`check_run`): the model and verifier
+  specs resolve, a new input has something to answer from, and (through the API server, whose own
+  filter drops unknown Context keys) the Context keys the client sent are all knobs. A key sent from
+  Python is refused where LangGraph builds the Context (``BaseContext.__new__``).
+- **A run keeps its Context across an interrupt.** The first node records the Context it ran with in
+  the state's ``run_context`` (:class:`citegraph.state.base.RunContextState`). A later node that runs
+  with none (``None``, or a Context with every knob at its default, which is what LangGraph builds
+  from the ``{}`` the API server sends when the client sent none) runs with the recorded one; a
+  ``Send`` payload carries the record too (:class:`citegraph.state.base.RunRecord`), filled in by the
+  route that sends it. A Context sent with the continuation wins and is recorded in its place. A new
+  input on the thread is a new run: its entry nodes never read the record, so without a Context it
+  gets the defaults. (A continuation that re-runs an entry node itself, after a failure there, needs
+  its Context sent again.)
 """
 
 from __future__ import annotations
@@ -24,16 +32,18 @@ import functools
 import json
 import logging
 from collections.abc import Mapping
-from contextlib import aclosing
 from typing import Any, Callable
 
 from langchain_core.runnables import Runnable
 from langgraph.errors import GraphBubbleUp
-from langgraph.graph import StateGraph
+from langgraph.config import get_config
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command
+from langgraph.runtime import get_runtime
+from langgraph.types import Command, Send
 
 from citegraph.errors import InputError, ModelError, NodeError
+from citegraph.state.base import unknown_settings
 from citegraph.tools import tracing
 
 _PASS_THROUGH = (InputError, ModelError, NodeError, GraphBubbleUp)
@@ -91,8 +101,7 @@ def coerce_context(cls: Any, context: Any, graph: str = "") -> Any:
     known = {f.name for f in dataclasses.fields(cls) if f.init}
     bad = sorted(set(context) - known)
     if bad:
-        raise InputError(f"unknown setting(s) for {graph or cls.__name__}: {', '.join(map(str, bad))}; "
-                         f"known: {', '.join(sorted(known))}")
+        raise InputError(unknown_settings(graph or cls.__name__, bad, known))
     try:
         return cls(**context)
     except TypeError as e:  # pragma: no cover - the keys are checked above
@@ -158,30 +167,124 @@ def _carry_input_warnings(state: Any, result: Any) -> None:
         answer.warnings[:0] = [w for w in pending if w not in answer.warnings]
 
 
-def guard_node(name: str, fn: Callable, context_cls: type | None = None, record: bool = False) -> Callable:
+def _stamped(sends: Any, record: dict[str, Any]) -> Any:
+    """``sends`` (a ``Send``, a list of them, or a ``Command`` whose ``goto`` holds them) with the
+    run's Context ``record`` in every payload that has a ``run_context`` field left empty
+    (:class:`citegraph.state.base.RunRecord`); anything else is returned as it is."""
+    if isinstance(sends, Send):
+        arg = sends.arg
+        if getattr(arg, RUN_CONTEXT, record) is None and hasattr(arg, "model_copy"):
+            return Send(sends.node, arg.model_copy(update={RUN_CONTEXT: record}))
+        return sends
+    if isinstance(sends, list) and any(isinstance(x, Send) for x in sends):
+        return [_stamped(x, record) for x in sends]
+    if isinstance(sends, Command) and sends.goto and not isinstance(sends.goto, str):
+        goto = sends.goto if isinstance(sends.goto, Send) else list(sends.goto)
+        return dataclasses.replace(sends, goto=_stamped(goto, record))
+    return sends
+
+
+#: the request header that carries, through LangGraph's API server, the Context keys a client sent
+#: (the server drops a key its schema lacks before the graph sees it; ``graphs/webapp.py`` adds this
+#: header, and the server copies it into the run's ``configurable``, as langgraph.json's
+#: ``http.configurable_headers`` asks)
+CONTEXT_KEYS_HEADER = "x-citegraph-context-keys"
+
+
+def _sent_context_keys() -> list[str]:
+    """The Context keys a client sent through the API server (:data:`CONTEXT_KEYS_HEADER`), else []."""
+    try:
+        raw = (get_config().get("configurable") or {}).get(CONTEXT_KEYS_HEADER)
+        keys = json.loads(raw) if isinstance(raw, str) else []
+    except (RuntimeError, ValueError):  # outside a run, or a header no one here wrote
+        return []
+    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+
+class _Seam:
+    """What the wrapped nodes of one :class:`MethodGraph` share: its Context class, its entry nodes
+    (known when it compiles) and its name (for one-line errors)."""
+
+    def __init__(self, context_cls: type | None) -> None:
+        ok = isinstance(context_cls, type) and dataclasses.is_dataclass(context_cls)
+        self.context_cls = context_cls if ok else None
+        self.entries: frozenset[str] = frozenset()
+        self.name = "LangGraph"
+
+    def context(self, given: Any, state: Any, *, entry: bool, top: bool) -> Any:
+        """The Context a node runs with: the one it was given; a foreign one's ``llm``/``verifier``
+        (:func:`adopt_context`); when given none, the run's recorded one (not at a top-level entry
+        node, where a run starts) or the defaults."""
+        cls = self.context_cls
+        if isinstance(given, cls) and not _at_defaults(given):
+            return given
+        if not _no_context(given) and not isinstance(given, cls):
+            return adopt_context(cls, given)
+        if not (entry and top):
+            restored = context_from_record(cls, getattr(state, RUN_CONTEXT, None))
+            if restored is not None:
+                return restored
+        return given if isinstance(given, cls) else cls()
+
+    def check(self, ctx: Any, state: Any) -> None:
+        """A top-level run's checks, at its entry nodes (see the module's docstring)."""
+        known = {f.name for f in dataclasses.fields(self.context_cls) if f.init}
+        bad = sorted(set(_sent_context_keys()) - known)
+        if bad:
+            raise InputError(unknown_settings(self.name, bad, known))
+        check_run(self.context_cls, {k: getattr(state, k) for k in ("question", "documents", "corpus")
+                                     if hasattr(state, k)}, ctx)
+
+
+def _at_defaults(ctx: Any) -> bool:
+    """A Context whose knobs all hold their defaults: what LangGraph builds from an empty dict."""
+    try:
+        return ctx == type(ctx)()
+    except InputError:  # a default (an environment variable) that is not valid now
+        return False
+
+
+def _runtime(kwargs: dict[str, Any]) -> Any:
+    """The node's ``Runtime``: the one LangGraph passed, else the run's (a node that takes none)."""
+    if kwargs.get("runtime") is not None:
+        return kwargs["runtime"]
+    try:
+        return get_runtime()
+    except RuntimeError:  # called outside a run (a test calling the function itself)
+        return None
+
+
+def _top_level(runtime: Any) -> bool:
+    """True unless the graph runs as a subgraph (a node of another graph, or called inside one)."""
+    info = getattr(runtime, "execution_info", None)
+    return "|" not in (getattr(info, "checkpoint_ns", "") or "")
+
+
+def guard_node(name: str, fn: Callable, seam: _Seam | None = None, record: bool = False) -> Callable:
     """``fn`` with unexpected exceptions re-raised as NodeError (signature and hints kept for LangGraph).
 
-    With ``context_cls``, a node run with no Context (a plain ``invoke``, ``as_tool()``) or with
-    another graph's Context (this graph as a subgraph of a user's app) gets ``context_cls()``: the
-    method's defaults, never an ``AttributeError`` on a foreign object, with the foreign Context's
-    ``llm``/``verifier`` when it has them (:func:`adopt_context`). With ``record`` too (a node,
-    not a route), the Context the node ran with is written to the state's ``run_context`` when the
-    node's input has that field and holds another one (so once per run, by its first node)."""
+    With a ``seam`` that has a Context class, the node runs with the Context :meth:`_Seam.context`
+    picks (the method's defaults, never an ``AttributeError`` on a foreign object), a top-level entry
+    node checks the run first (:meth:`_Seam.check`), and the ``Send`` payloads it returns carry the
+    run's Context. With ``record`` too (a node, not a route), the Context the node ran with is written
+    to the state's ``run_context`` when the node's input has that field and holds another one."""
+    seam = seam if seam is not None and seam.context_cls is not None else None
 
     @functools.wraps(fn)
     def node(*args: Any, **kwargs: Any) -> Any:
-        runtime = kwargs.get("runtime")
-        update = None
-        if context_cls is not None and runtime is not None:
-            ctx = runtime.context
-            if not isinstance(ctx, context_cls):
-                ctx = adopt_context(context_cls, ctx) if ctx is not None else context_cls()
+        state = args[0] if args else kwargs.get("state")
+        update, stamp = None, getattr(state, RUN_CONTEXT, None)
+        runtime = _runtime(kwargs) if seam is not None else None
+        if runtime is not None:
+            entry, top = name in seam.entries, _top_level(runtime)
+            ctx = seam.context(runtime.context, state, entry=entry, top=top)
+            if "runtime" in kwargs and ctx is not runtime.context:
                 kwargs["runtime"] = runtime.override(context=ctx)
-            state = args[0] if args else kwargs.get("state")
-            if record and hasattr(state, RUN_CONTEXT):
-                rec = context_record(ctx)
-                if rec is not None and getattr(state, RUN_CONTEXT) != rec:
-                    update = {RUN_CONTEXT: rec}
+            if entry and top and record:
+                seam.check(ctx, state)
+            stamp = context_record(ctx)
+            if record and hasattr(state, RUN_CONTEXT) and stamp is not None and getattr(state, RUN_CONTEXT) != stamp:
+                update = {RUN_CONTEXT: stamp}
         try:
             result = fn(*args, **kwargs)
         except _PASS_THROUGH:
@@ -189,7 +292,9 @@ def guard_node(name: str, fn: Callable, context_cls: type | None = None, record:
         except Exception as e:  # noqa: BLE001 - re-raised, with the node's name
             raise NodeError(name, e) from e
         if record:
-            _carry_input_warnings(args[0] if args else kwargs.get("state"), result)
+            _carry_input_warnings(state, result)
+        if stamp is not None:
+            result = _stamped(result, stamp)
         return result if update is None else _with_update(result, update)
 
     return node
@@ -199,111 +304,34 @@ def _no_context(context: Any) -> bool:
     return context is None or (isinstance(context, Mapping) and not context)
 
 
-class _EveryKey(dict):
-    """The ``properties`` of a Context's JSON schema that say yes to ``key in properties`` for every key.
-    The LangGraph API server filters a run's context by that test and drops the keys it does not know
-    without a word (``langgraph_api.stream._filter_context_by_schema``); with this, every key the SDK or
-    Studio sends reaches the graph, whose :func:`coerce_context` names an unknown one in a one-line
-    error. It lists, iterates and serializes as the plain schema (Studio's form is unchanged)."""
-
-    def __contains__(self, key: object) -> bool:
-        return True
-
-
-class MethodCompiledGraph(CompiledStateGraph):
-    """A compiled :class:`MethodGraph`: a continuation of a checkpointed run (``Command`` or ``None``
-    as input) that brings no Context runs with the Context the run recorded (``run_context``).
-    Every way of running a graph (``invoke``, ``stream_events``, the API server) goes through
-    ``stream``/``astream``. It holds no state of its own (``MethodGraph.compile`` gives LangGraph's
-    compiled graph this class)."""
-
-    __slots__ = ()
-
-    def _continues_top_level(self, input: Any, config: Any, context: Any) -> bool:
-        conf = (config or {}).get("configurable") or {}
-        return (_no_context(context) and (input is None or isinstance(input, Command))
-                and bool(conf.get("thread_id")) and not conf.get("checkpoint_ns")  # not as a subgraph
-                and self.checkpointer not in (None, True, False))
-
-    def _recorded(self, values: Any) -> Any:
-        return context_from_record(self.context_schema, (values or {}).get(RUN_CONTEXT))
-
-    def get_context_jsonschema(self) -> dict[str, Any] | None:
-        schema = super().get_context_jsonschema()
-        if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
-            schema = {**schema, "properties": _EveryKey(schema["properties"])}
-        return schema
-
-    def as_tool(self, args_schema: Any = None, *, name: str | None = None, description: str | None = None,
-                arg_types: Any = None, context: Any = None, **knobs: Any):  # type: ignore[override]
-        """This method as an agent's tool (:func:`citegraph.graphs.tool.make_tool`): the calling model
-        passes the question (documents optional when the Context has a ``corpus``); the tool returns the
-        cited text with its sources, and the AttributedAnswer as the artifact. ``context`` (a Context or
-        a dict) or ``knobs`` fix the method's knobs; an unknown one is an ``InputError`` here."""
-        from citegraph.graphs.tool import make_tool
-
-        if args_schema is not None or arg_types is not None:
-            raise InputError("a citegraph graph's tool takes the question and optional documents; "
-                             "args_schema/arg_types cannot change that")
-        if context is not None and knobs:
-            raise InputError("give the tool's knobs as context=... or as keywords, not both")
-        ctx = coerce_context(self.context_schema, context if context is not None else knobs, self.name)
-        check_run(self.context_schema, None, ctx)
-        return make_tool(self, ctx or None, name=name, description=description)
-
-    def _checked(self, input: Any, config: Any, kwargs: dict[str, Any]) -> None:
-        """A top-level run's Context coerced (a dict's unknown key refused) and :func:`check_run`'d;
-        as a subgraph the parent's Context is taken as it is (:func:`guard_node` adopts its models)."""
-        if ((config or {}).get("configurable") or {}).get("checkpoint_ns"):
-            return
-        kwargs["context"] = coerce_context(self.context_schema, kwargs.get("context"), self.name)
-        check_run(self.context_schema, input, kwargs["context"])
-
-    def stream(self, input: Any, config: Any = None, **kwargs: Any):  # type: ignore[override]
-        if self._continues_top_level(input, config, kwargs.get("context")):
-            ctx = self._recorded(self.get_state(config).values)
-            if ctx is not None:
-                kwargs["context"] = ctx
-        self._checked(input, config, kwargs)
-        return super().stream(input, config, **kwargs)
-
-    async def astream(self, input: Any, config: Any = None, **kwargs: Any):  # type: ignore[override]
-        if self._continues_top_level(input, config, kwargs.get("context")):
-            ctx = self._recorded((await self.aget_state(config)).values)
-            if ctx is not None:
-                kwargs["context"] = ctx
-        self._checked(input, config, kwargs)
-        async with aclosing(super().astream(input, config, **kwargs)) as chunks:
-            async for chunk in chunks:
-                yield chunk
-
-
 class MethodGraph(StateGraph):
-    """``StateGraph`` whose plain-function nodes are wrapped by :func:`guard_node` with the graph's
-    Context class (compiled subgraphs and other runnables are added as they are: their own nodes are
-    guarded); it compiles to a :class:`MethodCompiledGraph`. A state with ``run_context``
+    """``StateGraph`` whose plain-function nodes and routes are wrapped by :func:`guard_node` with the
+    graph's Context class (compiled subgraphs and other runnables are added as they are: their own
+    nodes are guarded). It compiles to LangGraph's own compiled graph. A state with ``run_context``
     (:class:`citegraph.state.base.RunContextState`) keeps the run's Context for resumption."""
 
+    def _seam(self) -> _Seam:
+        if getattr(self, "_citegraph_seam", None) is None:
+            self._citegraph_seam = _Seam(self.context_schema if isinstance(self.context_schema, type) else None)
+        return self._citegraph_seam
+
     def add_node(self, node: Any, action: Any = None, **kwargs: Any):  # type: ignore[override]
-        ctx = self.context_schema if isinstance(self.context_schema, type) else None
         if isinstance(node, str) and callable(action) and not isinstance(action, Runnable):
-            action = guard_node(node, action, ctx, record=True)
+            action = guard_node(node, action, self._seam(), record=True)
         elif not isinstance(node, str) and callable(node) and not isinstance(node, Runnable) and action is None:
             name = getattr(node, "__name__", "node")
-            node, action = name, guard_node(name, node, ctx, record=True)
+            node, action = name, guard_node(name, node, self._seam(), record=True)
         return super().add_node(node, action, **kwargs)
 
-    def compile(self, *args: Any, **kwargs: Any) -> MethodCompiledGraph:  # type: ignore[override]
-        tracing.enable_from_env()  # CITEGRAPH_TRACE=URL: an app's switch for OpenTelemetry traces
-        compiled = super().compile(*args, **kwargs)
-        # the very object LangGraph's compile built, with every attribute it set (nothing rebuilt from
-        # its __dict__, which lost the v2 output mappers set after construction); only its class
-        # changes, to one that adds methods and no state (tests/test_method_graph.py checks both)
-        compiled.__class__ = MethodCompiledGraph
-        return compiled
-
     def add_conditional_edges(self, source: str, path: Any, path_map: Any = None):  # type: ignore[override]
-        ctx = self.context_schema if isinstance(self.context_schema, type) else None
         if callable(path) and not isinstance(path, Runnable):
-            path = guard_node(f"{source} (route)", path, ctx)
+            path = guard_node(f"{source} (route)", path, self._seam())
         return super().add_conditional_edges(source, path, path_map)
+
+    def compile(self, *args: Any, **kwargs: Any) -> CompiledStateGraph:  # type: ignore[override]
+        tracing.enable_from_env()  # CITEGRAPH_TRACE=URL: an app's switch for OpenTelemetry traces
+        seam = self._seam()
+        seam.name = kwargs.get("name") or "LangGraph"
+        seam.entries = frozenset(end for start, end in self.edges if start == START) | frozenset(
+            end for branch in self.branches.get(START, {}).values() for end in (branch.ends or {}).values())
+        return super().compile(*args, **kwargs)

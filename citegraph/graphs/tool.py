@@ -18,7 +18,10 @@ from typing import Any
 from langchain_core.tools import StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
+from citegraph.corpus import open_corpus
 from citegraph.errors import InputError
+from citegraph.graphs.base import check_run, coerce_context
+from citegraph.graphs.registry import GRAPHS, entry
 from citegraph.state.answer import AttributedAnswer, Document
 
 
@@ -73,8 +76,6 @@ def make_tool(graph: Any, context: Any = None, *, name: str | None = None, descr
     method = getattr(graph, "name", "graph")
     if description is None:
         if summary is None:
-            from citegraph.graphs.registry import GRAPHS
-
             summary = GRAPHS[method].summary if method in GRAPHS else f"citegraph method {method}."
         description = (f"Answer a question with citations: every sentence cites the documents that support it "
                        f"([n] = source n). Method: {summary} "
@@ -113,18 +114,22 @@ def make_tool(graph: Any, context: Any = None, *, name: str | None = None, descr
         args_schema=_args_schema(bool(corpus)), response_format="content_and_artifact", handle_tool_error=True)
 
 
-def as_tool(method: str, *, corpus: str = "", name: str | None = None, description: str | None = None,
+def as_tool(method: Any, *, corpus: str = "", name: str | None = None, description: str | None = None,
             checkpointer: Any = None, **context: Any) -> StructuredTool:
-    """The method as an agent's tool: ``as_tool("raac", corpus="idx/", llm="openai:gpt-4o-mini", k=2)``.
-    ``context``: the method's knobs (an unknown one is an ``InputError`` here, as are unknown model specs)."""
-    from citegraph.graphs.base import check_run
-    from citegraph.graphs.registry import entry
-
-    e = entry(method)  # resolved once, passed along
-    ctx = e.make_context(**({"corpus": corpus} if corpus else {}), **context)
-    check_run(type(ctx), None, ctx)  # model and verifier specs, now rather than at the first call
+    """The method as an agent's tool: ``as_tool("raac", corpus="idx/", llm="openai:gpt-4o-mini", k=2)``,
+    or a graph already built (``as_tool(build_graph("raac"), llm=...)``; ``checkpointer`` is then the
+    graph's own). ``context``: the method's knobs (an unknown one is an ``InputError`` here, as are
+    unknown model specs)."""
     if corpus:
-        from citegraph.corpus import open_corpus
-
+        context["corpus"] = corpus
+    if isinstance(method, str):
+        e = entry(method)  # resolved once, passed along
+        ctx, summary = e.make_context(**context), e.summary
+        graph = e.build(checkpointer=checkpointer)
+    else:  # a compiled citegraph graph
+        graph, summary = method, None
+        ctx = coerce_context(graph.context_schema, context, graph.name) if context else None
+    check_run(graph.context_schema if ctx is None else type(ctx), None, ctx)  # model and verifier specs, now rather than at the first call
+    if corpus:
         open_corpus(corpus)  # a missing index fails here, not at the agent's first call
-    return make_tool(e.build(checkpointer=checkpointer), ctx, name=name, description=description, summary=e.summary)
+    return make_tool(graph, ctx, name=name, description=description, summary=summary)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
 from citegraph.state.vanilla import VanillaContext, VanillaState
-from citegraph.state.base import knob
+from citegraph.state.base import knob, RunRecord
 
 
 @dataclass(kw_only=True)
@@ -38,7 +38,7 @@ class RerankContext(VanillaContext):
     at_most_citations: int = knob(3, "ALCE's cap on citations per sentence when scoring candidates.", ge=1)
 
 
-class DocTask(BaseModel):
+class DocTask(RunRecord):
     """What the per-document fan-out (LangGraph ``Send``) hands one worker."""
 
     question: str

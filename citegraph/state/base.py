@@ -17,6 +17,7 @@ from typing import Annotated, Any, Callable, ClassVar, Literal, get_type_hints
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
+from citegraph.errors import InputError
 from citegraph.settings import PREFIX, setting
 from citegraph.state.answer import AttributedAnswer, Document
 from citegraph.state.models import hold
@@ -201,8 +202,6 @@ _PROBLEMS = {"bool_type": "must be true or false", "int_type": "must be an integ
 
 def _input_error(cls: type, exc: ValidationError) -> Exception:
     """The first problem pydantic found, as one line: ``VanillaContext.ndemo must be an integer, got 'x'``."""
-    from citegraph.errors import InputError
-
     err = exc.errors(include_url=False)[0]
     name, value, typ = err["loc"][0], err["input"], _knob_types(cls).get(err["loc"][0])
     got = repr(value)
@@ -217,9 +216,23 @@ def _input_error(cls: type, exc: ValidationError) -> Exception:
     return InputError(f"{cls.__name__}.{name} {problem}, got {got}")
 
 
+def unknown_settings(owner: str, bad: list[str], known: set[str]) -> str:
+    """The one line for knobs a Context does not have: ``unknown setting(s) for vanilla: x; known: ...``."""
+    return f"unknown setting(s) for {owner}: {', '.join(map(str, bad))}; known: {', '.join(sorted(known))}"
+
+
 @dataclass(kw_only=True)
 class BaseContext:
     """Knobs every graph has: which chat model and verifier, and decoding settings."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # LangGraph builds a Context sent as a dict (the SDK, Studio, invoke(context={...})) as
+        # cls(**that dict): a key that is not a knob is refused here, in one line naming it
+        known = {f.name for f in fields(cls) if f.init}
+        bad = sorted(set(kwargs) - known)
+        if bad:
+            raise InputError(unknown_settings(cls.__name__, bad, known))
+        return super().__new__(cls)
 
     llm: str = knob("local", "Chat model spec: local, local-small, llamacpp:<path.gguf>, server:<local|local-small|path.gguf> "
                              "(the model behind a managed llama-server that keeps the prompts it read), openai:<model>. "
@@ -336,16 +349,24 @@ def latest_record(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dic
     return old if new is None else new
 
 
-class RunContextState(BaseModel):
-    """Part of every method's full state (never of its input or output schema): the Context the run
-    started with, so that a run resumed without one (``Command(resume=...)`` in process, or over the
-    LangGraph SDK/Studio, which send none unless asked) goes on with the run's own knobs instead of
-    the defaults. Written by the first node that runs with a Context of the graph's class
-    (``graphs/base.py: guard_node``), read by the compiled graph when a continuation comes without
-    one; a Context sent with the continuation wins and is recorded in its place."""
+class RunRecord(BaseModel):
+    """The Context a run started with (class name and knob values), as a field. Part of every method's
+    full state (never of its input or output schema, see :class:`RunContextState`) and the base of
+    every ``Send`` payload (a fan-out task's input is its payload, not the state, so the payload carries
+    the record: the route that sends it fills it in, ``graphs/base.py``)."""
 
     run_context: Annotated[dict[str, Any] | None, latest_record] = Field(
         default=None, description="The run's Context (class name and knob values), kept for resumption.")
+
+
+class RunContextState(RunRecord):
+    """Part of every method's full state (never of its input or output schema): the Context the run
+    started with, so that a run resumed without one (``Command(resume=...)`` in process, or over the
+    LangGraph SDK/Studio, which send none unless asked) goes on with the run's own knobs instead of
+    the defaults. Written by the graph's first node (and by any node that runs with another Context),
+    read by every later node that runs without one (``graphs/base.py: guard_node``); a Context sent
+    with the continuation wins and is recorded in its place."""
+
     input_warnings: list[str] = Field(
         default_factory=list, description="What the first node changed in the input (documents cut to the context "
                                           "window); added to the answer's warnings.")

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob, RunRecord
 from citegraph.state.program import FUSION_CAP_MODES, ProgramError, ProgramTree
 
 
@@ -76,7 +76,7 @@ class TreeResult(BaseModel):
     leaves: list[str]
 
 
-class TreeTask(BaseModel):
+class TreeTask(RunRecord):
     """Payload of one Send: execute one tree."""
 
     tree: int

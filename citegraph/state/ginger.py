@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob, simplify_knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob, simplify_knob, RunRecord
 
 DETECT_FORMATS = ("json", "tagged")
 CLUSTERINGS = ("bertopic", "lsa")
@@ -69,7 +69,7 @@ class DetectionTrace(BaseModel):
     problems: list[str] = Field(default_factory=list)
 
 
-class NuggetTask(BaseModel):
+class NuggetTask(RunRecord):
     """Payload of one Send: detect the nuggets of one passage."""
 
     passage: int

@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
-from citegraph.state.base import CITE_FORMAT_HELP, CITE_FORMATS, BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, attribution_knob, knob
+from citegraph.state.base import CITE_FORMAT_HELP, CITE_FORMATS, BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, attribution_knob, knob, RunRecord
 
 CLUSTER_METHODS = ("dbscan", "hdbscan", "kmeans")
 GAE_LOSSES = ("negative_sampling", "frobenius")
@@ -90,7 +90,7 @@ class Candidate(BaseModel):
     rerank_score: float | None = Field(default=None, description="R_i of Eq. 8 (None without re-rank).")
 
 
-class ClusterTask(BaseModel):
+class ClusterTask(RunRecord):
     """Payload of one cluster-topic call (Send)."""
 
     question: str
@@ -107,7 +107,7 @@ class ClusterTopic(BaseModel):
     raw: str = ""
 
 
-class ChunkTask(BaseModel):
+class ChunkTask(RunRecord):
     """Payload of one per-chunk reflection or refinement call (Send)."""
 
     question: str

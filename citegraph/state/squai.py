@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
-from citegraph.state.base import CITE_FORMAT_HELP, CITE_FORMATS, RETRIEVAL_MODES, BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, attribution_knob, knob
+from citegraph.state.base import CITE_FORMAT_HELP, CITE_FORMATS, RETRIEVAL_MODES, BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, attribution_knob, knob, RunRecord
 
 JUDGE_MODES = ("auto", "logodds", "verbal")
 
@@ -120,7 +120,7 @@ class Decomposition(BaseModel):
     problems: list[str] = Field(default_factory=list, description="Malformed output, merged duplicates, the cap.")
 
 
-class SubQuestionTask(BaseModel):
+class SubQuestionTask(RunRecord):
     """Payload of one retrieval Send."""
 
     sub_q: int
@@ -142,7 +142,7 @@ class Candidate(BaseModel):
     sparse_score: float | None = None
 
 
-class DocTask(BaseModel):
+class DocTask(RunRecord):
     """Payload of one per-document Send (Agent 2, then Agent 3)."""
 
     candidate: Candidate

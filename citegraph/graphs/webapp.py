@@ -1,0 +1,80 @@
+"""The app ``langgraph dev`` / the LangGraph API server mounts beside our graphs (``langgraph.json``'s
+``http.app``, LangGraph's documented way to add middleware): it keeps an unknown Context key from
+being dropped without a word.
+
+The server filters a run's Context by the graph's Context schema before the graph sees it, so a
+misspelt knob (``{"contxt_window": 4096}``) would silently run with the default. The middleware reads
+the body of a request that creates a run and, when it carries a Context, adds the keys it sent as the
+``x-citegraph-context-keys`` header; the server copies that header into the run's ``configurable``
+(langgraph.json's ``http.configurable_headers`` names it), and the graph's entry nodes refuse a key that is not a knob with the one line the
+CLI prints (``graphs/base.py``). Nothing else of the request changes. Batches (``/runs/batch``) and
+crons are left alone: the server's own filter applies to them.
+
+Imports Starlette, which comes with the server (the ``studio`` extra); nothing else imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+from citegraph.graphs.base import CONTEXT_KEYS_HEADER
+
+#: the routes that create one run: /runs, /runs/stream, /runs/wait, and the same under /threads/{id}
+RUN_ROUTE = re.compile(r"^(/threads/[^/]+)?/runs(/stream|/wait)?/?$")
+
+
+def context_keys(body: bytes) -> list[str] | None:
+    """The keys of the Context a run request's JSON body carries; None when it carries none (or is
+    not a JSON object, which the server itself refuses)."""
+    try:
+        payload = json.loads(body or b"null")
+    except ValueError:
+        return None
+    ctx = payload.get("context") if isinstance(payload, dict) else None
+    return sorted(map(str, ctx)) if isinstance(ctx, dict) and ctx else None
+
+
+class ContextKeysMiddleware:
+    """Pure ASGI middleware: a POST that creates a run gets :data:`CONTEXT_KEYS_HEADER` (a JSON list)
+    when its body has a Context; its body is passed on unchanged."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST" or not RUN_ROUTE.match(scope.get("path", "")):
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away: let the app see it
+                await self.app(scope, _replay([message], receive), send)
+                return
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        keys = context_keys(body)
+        if keys is not None:
+            header = CONTEXT_KEYS_HEADER.encode()
+            headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != header]
+            scope = {**scope, "headers": headers + [(header, json.dumps(keys).encode())]}
+        await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
+
+
+def _replay(messages: list[dict], receive: Any) -> Any:
+    """A ``receive`` that gives ``messages`` first, then whatever the client sends next."""
+    pending = list(messages)
+
+    async def replay() -> dict:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
+
+
+app = Starlette(middleware=[Middleware(ContextKeysMiddleware)])
