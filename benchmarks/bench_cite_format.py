@@ -19,7 +19,7 @@ from pathlib import Path
 
 from citegraph.prompts.alce import build_prompt
 from citegraph.run.datasets import bundled_example, load_items
-from citegraph.state import AttributedAnswer
+from citegraph.tools.citations import parse_answer
 from citegraph.tools.models import chat_text, cited_sentences, get_chat_model, reset_local_models
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -48,7 +48,7 @@ def main() -> None:
             t0 = time.perf_counter()
             if mode == "free":
                 text = chat_text(args.llm, prompt, temperature=0.0, max_tokens=args.max_tokens)
-                sents = AttributedAnswer.from_text(text, documents=it.documents).sentences
+                sents = parse_answer(text, documents=it.documents).sentences
             else:
                 sents = cited_sentences(args.llm, prompt, n, max_sentences=args.max_sentences,
                                         temperature=0.0, max_tokens=args.max_tokens).sentences

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from citegraph.state import AttributedAnswer, CitedSentence, Document, Evidence
-from citegraph.tools.citations import extract_citations, parse_cited_text, strip_citations
+from citegraph.state.marks import extract_citations, strip_citations
+from citegraph.tools.citations import parse_answer, parse_cited_text
 
 
 def cites(text, n=5, **kw):
@@ -122,7 +123,7 @@ def test_render_parse_round_trip(docs):
     )
     text = ans.render()
     assert text == "Alpha was founded in 1901 [1]. Beta is a river [2][3]! No support here."
-    back = AttributedAnswer.from_text(text, question="q", documents=docs)
+    back = parse_answer(text, question="q", documents=docs)
     assert [(s.text, s.citations) for s in back.sentences] == [(s.text, s.citations) for s in ans.sentences]
     assert back.uncited_sentences() == [2]
     assert back.cited_documents() == [1, 2, 3]

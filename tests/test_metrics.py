@@ -13,6 +13,7 @@ from citegraph.metrics import (
     alce_citation_scores, claims_recall, qampari_scores, raac_citation_f1, rouge_lsum, str_em,
 )
 from citegraph.state import AttributedAnswer, CitedSentence, Document
+from citegraph.tools.citations import parse_answer
 
 from stubs import KeywordVerifier  # noqa: E402
 
@@ -111,7 +112,7 @@ def test_both_flags_flipped_is_alce(D, kv):
 
 def test_structured_answer_equals_text_and_uses_its_documents(D, kv):
     text = "Paris is the capital of France [1][3]. Berlin is the capital of Germany [2]."
-    ans = AttributedAnswer.from_text(text, documents=D)
+    ans = parse_answer(text, documents=D)
     assert alce_citation_scores(ans, None, kv)["precision"] == alce_citation_scores(text, D, kv)["precision"] == 0.5 + 1 / 6
 
 
@@ -138,7 +139,7 @@ def test_verifier_calls_are_batched_per_round(D, kv):
 
 # ----------------------------------------------------------------------------- RAAC citation F1
 def test_raac_f1_essential_citations(D, kv):
-    ans = AttributedAnswer.from_text(
+    ans = parse_answer(
         "Paris is the capital of France [1][3]. Berlin is the capital of Germany [2]. Cats purr loudly.", documents=D)
     f = raac_citation_f1(ans, kv)
     assert [s.recall for s in f.per_sentence] == [1.0, 1.0, 0.0]
@@ -149,12 +150,12 @@ def test_raac_f1_essential_citations(D, kv):
 
 
 def test_raac_f1_joint_and_redundant(D, kv):
-    joint = AttributedAnswer.from_text("Paris is the capital of France and Berlin is the capital of Germany [1][2].", documents=D)
+    joint = parse_answer("Paris is the capital of France and Berlin is the capital of Germany [1][2].", documents=D)
     assert raac_citation_f1(joint, kv).precision == 1.0
-    redundant = AttributedAnswer.from_text("Paris is the capital of France [1][5].", documents=D)
+    redundant = parse_answer("Paris is the capital of France [1][5].", documents=D)
     f = raac_citation_f1(redundant, kv)
     assert f.recall == 1.0 and f.precision == 0.0 and f.per_sentence[0].essential == []
-    unsupported = AttributedAnswer.from_text("Paris is the capital of Germany [1].", documents=D)
+    unsupported = parse_answer("Paris is the capital of Germany [1].", documents=D)
     assert raac_citation_f1(unsupported, kv).f1 == 0.0
 
 
@@ -162,7 +163,7 @@ def test_raac_f1_accepts_a_spec(D, kv):
     from citegraph.tools.verifier import register_verifier
 
     register_verifier("stub:metrics-kw", kv)
-    ans = AttributedAnswer.from_text("Cats purr loudly [3].", documents=D)
+    ans = parse_answer("Cats purr loudly [3].", documents=D)
     assert raac_citation_f1(ans, "stub:metrics-kw").f1 == 1.0
 
 

@@ -210,7 +210,7 @@ def evaluate_topic(query: str, answer: str, *, nuggets: Sequence[str] | None = N
                    judge: str = "local", window: int = 10, max_nuggets: int = 30, mode: str = "list") -> TopicResult:
     """Score one answer. Given nuggets skip creation; given importance skips labelling. Citation
     markers are removed from the answer before assignment (the judge does not see citations)."""
-    from citegraph.tools.citations import strip_citations
+    from citegraph.state.marks import strip_citations
 
     problems: list[str] = []
     created = False

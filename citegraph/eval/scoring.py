@@ -29,6 +29,7 @@ from citegraph import metrics as M
 from citegraph.errors import InputError
 from citegraph.run.output import read_output_file  # the output file has one reader (run.output)
 from citegraph.state.answer import AttributedAnswer, Document
+from citegraph.tools.citations import parse_answer
 
 DATASETS = ("asqa", "eli5", "qampari", "generic")
 COST_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens", "tokens", "verifier_pairs", "seconds")
@@ -256,7 +257,7 @@ def _answer_of(rec: dict, docs, *, alce: bool, cut_newline: bool, attach_trailin
     if struct is not None and alce_flags and not alce and isinstance(struct.metadata.get("raw_output"), str):
         raw = struct.metadata["raw_output"]
     output = M.alce_exact_output(raw) if alce else M.prepare_output(raw, cut_newline=cut_newline)
-    ans = struct if struct is not None else AttributedAnswer.from_text(
+    ans = struct if struct is not None else parse_answer(
         output, question=rec.get("question", ""), documents=docs, attach_trailing=attach_trailing)
     return struct, output, ans
 

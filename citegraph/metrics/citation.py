@@ -51,7 +51,8 @@ class _Unit:
 
 
 def _units_from_text(text: str, n_docs: int, *, attach_trailing: bool, qampari: bool, question: str) -> list[_Unit]:
-    from citegraph.tools.citations import extract_citations, parse_cited_text, strip_citations
+    from citegraph.state.marks import extract_citations, strip_citations
+    from citegraph.tools.citations import parse_cited_text
 
     units: list[_Unit] = []
     if qampari:  # ALCE: comma-separated list, each item prefixed with the question

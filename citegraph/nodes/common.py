@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from citegraph.state import AttributedAnswer, Document
-from citegraph.tools.citations import extract_citations
+from citegraph.state.marks import extract_citations
+from citegraph.tools.citations import parse_answer
 from citegraph.tools.models import Reply, chat_reply, cited_sentences
 
 
@@ -13,7 +14,7 @@ def answer_from_text(
     text: str, question: str, documents: list[Document], *, method: str, attach_trailing: bool = True, **meta
 ) -> AttributedAnswer:
     """Parse an LLM's ``[n]``-cited text into the contract, recording the method and raw text."""
-    return AttributedAnswer.from_text(
+    return parse_answer(
         text, question=question, documents=documents, attach_trailing=attach_trailing,
         metadata={"method": method, "raw_output": text, **meta},
     )

@@ -2,8 +2,8 @@
 
 An :class:`AttributedAnswer` owns its document list; each :class:`CitedSentence` cites documents
 by 1-based index into *that* list, and may carry the evidence (document index + span or sentence)
-that supports it. ``render()`` produces ALCE-style ``[n]``-cited text and ``from_text()`` parses
-such text back into the contract.
+that supports it. ``render()`` produces ALCE-style ``[n]``-cited text, and
+:func:`citegraph.tools.citations.parse_answer` parses such text back into the contract.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
+
+from citegraph.state.marks import strip_citations
 
 
 # characters a model's output must not carry into an answer: the bidirectional embedding/override and
@@ -139,11 +141,7 @@ class CitedSentence(BaseModel):
         ``render()`` and the ALCE ``output`` as citations nobody checked. Bidi controls, noncharacters and
         lone surrogates from a model's output are dropped (:func:`clean_text`)."""
         v = clean_text(v)
-        if "[" not in v:
-            return v
-        from citegraph.tools.citations import strip_citations
-
-        return strip_citations(v)
+        return strip_citations(v) if "[" in v else v
 
     @field_validator("citations")
     @classmethod
@@ -238,30 +236,6 @@ class AttributedAnswer(BaseModel):
         recs = att.get("sentences") if isinstance(att, dict) else None
         why = {r.get("text"): list(r.get("conflicts") or []) for r in recs or [] if isinstance(r, dict)}
         return [why.get(s.text, []) for s in self.sentences]
-
-    # ------------------------------------------------------------ parsing
-    @classmethod
-    def from_text(
-        cls,
-        text: str,
-        *,
-        question: str = "",
-        documents: list[Document] | None = None,
-        attach_trailing: bool = True,
-        metadata: dict[str, Any] | None = None,
-    ) -> "AttributedAnswer":
-        """Parse ``[n]``-cited text into the contract (see :func:`citegraph.tools.citations.parse_cited_text`)."""
-        from citegraph.tools.citations import parse_cited_text
-
-        documents = list(documents or [])
-        parsed = parse_cited_text(text, n_docs=len(documents), attach_trailing=attach_trailing)
-        return cls(
-            question=question,
-            documents=documents,
-            sentences=[CitedSentence(text=s.text, citations=s.citations) for s in parsed.sentences],
-            warnings=parsed.warnings,
-            metadata=dict(metadata or {}),
-        )
 
     def remap(self, documents: list[Document], mapping: dict[int, int]) -> "AttributedAnswer":
         """Return a copy whose citations point into ``documents`` via ``mapping`` (old 1-based index →

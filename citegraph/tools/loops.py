@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from citegraph.tools.citations import strip_citations
+from citegraph.state.marks import strip_citations
 from citegraph.tools.models import TRUNCATED
 from citegraph.tools.sentences import split_sentences
 

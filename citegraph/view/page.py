@@ -39,6 +39,7 @@ from citegraph.run.output import read_output_file
 from citegraph.metrics import alce_citation_job, alce_doc, run_jobs
 from citegraph.run.provenance import code_label
 from citegraph.state.answer import AttributedAnswer, Document
+from citegraph.tools.citations import parse_answer
 from citegraph.tools.sentences import split_sentences
 
 MAX_FILES = 2
@@ -218,7 +219,7 @@ def _item_key(rec: dict, n: int) -> str:
 def _answer(rec: dict, docs: list[Document]) -> AttributedAnswer:
     ans = structured_answer(rec, docs)
     if ans is None:  # an ALCE output (or an edited one): parse its [n]-cited text
-        ans = AttributedAnswer.from_text(rec["output"], question=str(rec.get("question", "")), documents=docs)
+        ans = parse_answer(rec["output"], question=str(rec.get("question", "")), documents=docs)
     return ans
 
 

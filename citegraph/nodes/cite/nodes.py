@@ -12,6 +12,7 @@ from citegraph.nodes.retrieve import hit_document
 from citegraph.prompts.cite import rewrite_prompt
 from citegraph.state import AttributedAnswer, CitedSentence, Document
 from citegraph.state.cite import CiteContext, CiteState
+from citegraph.tools.citations import parse_answer
 from citegraph.tools.loops import clean_loops
 from citegraph.tools.models import chat_reply
 from citegraph.tools.sentences import split_sentences
@@ -46,12 +47,12 @@ def split(state: CiteState, runtime: Runtime[CiteContext]) -> dict:
         raise InputError("cite: no text to attribute (answer_text is empty)")
     docs = list(state.documents)
     if docs:
-        ans = AttributedAnswer.from_text(text, question=state.question, documents=docs, metadata={"method": "cite"})
+        ans = parse_answer(text, question=state.question, documents=docs, metadata={"method": "cite"})
         return {"answer": ans}
     if not ctx.corpus:
         raise InputError("cite: give documents or a corpus (--docs FILE or --index IDX) to attribute the text to")
     sentences = [s for s in split_sentences(text) if s.strip()]
-    plain = AttributedAnswer.from_text(" ".join(sentences), question=state.question, documents=[])
+    plain = parse_answer(" ".join(sentences), question=state.question, documents=[])
     docs, cands = _retrieve_per_sentence([s.text for s in plain.sentences], ctx)
     ans = AttributedAnswer(question=state.question, documents=docs, metadata={"method": "cite"},
                            sentences=[CitedSentence(text=s.text) for s in plain.sentences])

@@ -20,7 +20,8 @@ from citegraph.prompts.raac import (
     feedback_prompt, generate_prompt, refine_prompt,
 )
 from citegraph.state.raac import RaacContext, RaacState, TextRound
-from citegraph.tools.citations import extract_citations, parse_cited_text, strip_citations
+from citegraph.state.marks import extract_citations, strip_citations
+from citegraph.tools.citations import parse_cited_text
 from citegraph.tools.loops import cut_phrase_loops, drop_repeats
 from citegraph.tools.models import TRUNCATED, chat_reply, chat_text, structured
 from citegraph.tools.progress import emit
