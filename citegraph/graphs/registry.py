@@ -1,5 +1,6 @@
-"""Registry of method graphs: name → :class:`GraphEntry` (its graph module, Context class, and the
-module that says how it reads outside a run). Modules load lazily. A command resolves the entry once
+"""Registry of method graphs: name → :class:`GraphEntry` (its graph's ``build``, its Context class, and
+the module that says how it reads outside a run), each imported here, so a reader or an IDE follows a
+run into the method. A command resolves the entry once
 (:func:`entry`) and asks it for what it needs: ``build()``, ``context_class()``, ``make_context()``,
 ``describe_event(ev)``, ``trace_view(metadata)``."""
 
@@ -7,43 +8,57 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, fields
-from typing import Any
+from types import ModuleType
+from typing import Any, Callable
+
+from citegraph.errors import InputError
+from citegraph.graphs import cite, genprog, genprog_posthoc, ginger, odmds, raac, rag, rerank, snippet, squai, summ, vanilla
+from citegraph.nodes.genprog import display as genprog_display
+from citegraph.nodes.raac import display as raac_display
+from citegraph.nodes.squai import display as squai_display
+from citegraph.state.alce_baselines import RerankContext, SnippetContext, SummContext
+from citegraph.state.base import unknown_settings
+from citegraph.state.cite import CiteContext
+from citegraph.state.genprog import GenProgContext, GenProgPosthocContext
+from citegraph.state.ginger import GingerContext
+from citegraph.state.odmds import OdmdsContext
+from citegraph.state.raac import RaacContext
+from citegraph.state.squai import RagContext, SquaiContext
+from citegraph.state.vanilla import VanillaContext
 
 
 @dataclass(frozen=True)
 class GraphEntry:
     name: str
-    module: str
-    context: str  # "module:Class"
+    build_fn: Callable[..., Any]  # the method's graphs/<method>.py build(checkpointer=None)
+    context: type  # its Context class
     summary: str
     answer_input: str | None = None  # an input the method needs beside question/documents (an answer to attribute)
     # the method's describe_event(ev) / trace_view(metadata) (citegraph/nodes/display.py says what they return)
-    display: str | None = None
+    display: ModuleType | None = None
 
     def build(self, checkpointer=None):
         """Compile the method's graph (see :func:`build_graph`)."""
         if checkpointer is not None and hasattr(checkpointer, "with_allowlist"):
             checkpointer = checkpointer.with_allowlist(state_types())
-        return importlib.import_module(self.module).build(checkpointer=checkpointer)
+        return self.build_fn(checkpointer=checkpointer)
 
     def context_class(self) -> type:
-        return _load(self.context)
+        return self.context
 
     def knob_names(self) -> set[str]:
-        return {f.name for f in fields(self.context_class())}
+        return {f.name for f in fields(self.context) if f.init}
 
     def make_context(self, **overrides: Any) -> Any:
         """The method's Context with overrides; unknown keys are rejected with a clear error."""
-        from citegraph.errors import InputError
-
         known = self.knob_names()
         bad = sorted(set(overrides) - known)
         if bad:
-            raise InputError(f"unknown setting(s) for {self.name}: {', '.join(bad)}; known: {', '.join(sorted(known))}")
-        return self.context_class()(**overrides)
+            raise InputError(unknown_settings(self.name, bad, known))
+        return self.context(**overrides)
 
     def _display(self, name: str, arg: Any) -> Any:
-        fn = getattr(importlib.import_module(self.display), name, None) if self.display else None
+        fn = getattr(self.display, name, None) if self.display is not None else None
         return fn(arg) if fn else None
 
     def describe_event(self, ev: dict) -> str | None:
@@ -56,41 +71,36 @@ class GraphEntry:
 
 
 GRAPHS: dict[str, GraphEntry] = {
-    "vanilla": GraphEntry("vanilla", "citegraph.graphs.vanilla", "citegraph.state.vanilla:VanillaContext",
+    "vanilla": GraphEntry("vanilla", vanilla.build, VanillaContext,
                           "ALCE VANILLA: one prompt with all documents; the LLM cites as [n]."),
-    "summ": GraphEntry("summ", "citegraph.graphs.summ", "citegraph.state.alce_baselines:SummContext",
+    "summ": GraphEntry("summ", summ.build, SummContext,
                        "ALCE SUMM: per-document query-focused summaries (irrelevant ones dropped), then answer."),
-    "snippet": GraphEntry("snippet", "citegraph.graphs.snippet", "citegraph.state.alce_baselines:SnippetContext",
+    "snippet": GraphEntry("snippet", snippet.build, SnippetContext,
                           "ALCE SNIPPET: per-document extracted spans (irrelevant ones dropped), then answer."),
-    "rerank": GraphEntry("rerank", "citegraph.graphs.rerank", "citegraph.state.alce_baselines:RerankContext",
+    "rerank": GraphEntry("rerank", rerank.build, RerankContext,
                          "ALCE RERANK: sample n answers, keep the highest ALCE citation recall (verifier)."),
-    "raac": GraphEntry("raac", "citegraph.graphs.raac", "citegraph.state.raac:RaacContext",
+    "raac": GraphEntry("raac", raac.build, RaacContext,
                        "RAAC: TextAgent feedback/refine loop, CitationAgent validate/simplify/discover, Summary Calibration.",
-                       display="citegraph.nodes.raac.display"),
-    "genprog": GraphEntry("genprog", "citegraph.graphs.genprog", "citegraph.state.genprog:GenProgContext",
+                       display=raac_display),
+    "genprog": GraphEntry("genprog", genprog.build, GenProgContext,
                           "GenerationPrograms: plan a program of text modules over S-ids, parse safely, execute, cite the leaves.",
-                          display="citegraph.nodes.genprog.display"),
-    "genprog-posthoc": GraphEntry("genprog-posthoc", "citegraph.graphs.genprog_posthoc", "citegraph.state.genprog:GenProgPosthocContext",
+                          display=genprog_display),
+    "genprog-posthoc": GraphEntry("genprog-posthoc", genprog_posthoc.build, GenProgPosthocContext,
                                   "GenerationPrograms post-hoc: a program reconstructs each given answer sentence; its leaves are the attributions.",
-                                  answer_input="answer_text", display="citegraph.nodes.genprog.display"),
-    "ginger": GraphEntry("ginger", "citegraph.graphs.ginger", "citegraph.state.ginger:GingerContext",
+                                  answer_input="answer_text", display=genprog_display),
+    "ginger": GraphEntry("ginger", ginger.build, GingerContext,
                          "GINGER: verbatim nuggets per passage, facet clusters, pairwise-ranked, one cited sentence per cluster to a budget."),
-    "odmds": GraphEntry("odmds", "citegraph.graphs.odmds", "citegraph.state.odmds:OdmdsContext",
+    "odmds": GraphEntry("odmds", odmds.build, OdmdsContext,
                         "Graph-augmented ODMDS: hybrid retrieval from a corpus, chunk-graph (GAE) cluster re-rank, cluster topics, tiered refinement, cited summary."),
-    "squai": GraphEntry("squai", "citegraph.graphs.squai", "citegraph.state.squai:SquaiContext",
+    "squai": GraphEntry("squai", squai.build, SquaiContext,
                         "SQuAI: decompose, hybrid retrieval per sub-question, per-document answer + Yes/No log-odds judge, adaptive filter, cited answer with supporting sentences.",
-                        display="citegraph.nodes.squai.display"),
-    "cite": GraphEntry("cite", "citegraph.graphs.cite", "citegraph.state.cite:CiteContext",
+                        display=squai_display),
+    "cite": GraphEntry("cite", cite.build, CiteContext,
                        "cite: attribute a given text; each sentence's citations checked, re-pointed or added by the verifier (no LLM), unsupported ones flagged.",
                        answer_input="answer_text"),
-    "rag": GraphEntry("rag", "citegraph.graphs.rag", "citegraph.state.squai:RagContext",
+    "rag": GraphEntry("rag", rag.build, RagContext,
                       "Standard RAG (SQuAI's baseline): hybrid top-10 in one prompt, with an [n] citation instruction."),
 }
-
-
-def _load(path: str):
-    mod, _, attr = path.partition(":")
-    return getattr(importlib.import_module(mod), attr)
 
 
 def names() -> list[str]:
@@ -104,8 +114,6 @@ def answer_methods() -> list[str]:
 
 def entry(name: str) -> GraphEntry:
     if name not in GRAPHS:
-        from citegraph.errors import InputError
-
         raise InputError(f"unknown method {name!r}; available: {', '.join(GRAPHS)}")
     return GRAPHS[name]
 
