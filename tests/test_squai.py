@@ -435,6 +435,7 @@ def test_contextual_relevancy_cache_judges_each_context_once_per_question(script
 
 def test_contextual_relevancy_logodds_judges_each_sentence(scripted, monkeypatch):
     """Default mode: the document's sentences are its statements; relevant iff log p(Yes) - log p(No) > 0."""
+    import citegraph.eval.deepeval_metrics as deepeval_metrics
     import citegraph.tools.models as M
     from citegraph.eval.deepeval_metrics import contextual_relevancy
 
@@ -453,7 +454,7 @@ def test_contextual_relevancy_logodds_judges_each_sentence(scripted, monkeypatch
         calls.append(prompts)
         raise M.NoLogprobsError("no logprobs here")
 
-    monkeypatch.setattr(M, "judge_many", no_logprobs)
+    monkeypatch.setattr(deepeval_metrics, "judge_many", no_logprobs)  # where the metric looks it up
     spec2, model2 = scripted(_judge_script({"Break the context into its statements": json.dumps({"verdicts": [
         {"statement": "s1", "verdict": "yes"}, {"statement": "s2", "verdict": "no"}, {"statement": "s3", "verdict": "no"}]})}))
     r = contextual_relevancy("What are qubits?", ctx[:1], spec2)

@@ -9,8 +9,6 @@ import json
 import math
 import os
 import random
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -310,10 +308,10 @@ def test_llm_judge_uses_models_yes_probability(monkeypatch):
         seen.append((chat_spec, prompt))
         return 0.9 if "NEEDLE" in prompt.split("Claim:")[0] else 0.1
 
-    fake = types.ModuleType("citegraph.tools.models")
-    fake.yes_probability = fake_yes_probability
-    fake.judge_workers = lambda spec: 1  # a model in this process: one judgement at a time
-    monkeypatch.setitem(sys.modules, "citegraph.tools.models", fake)
+    import citegraph.tools.verifier.judge as judge
+
+    monkeypatch.setattr(judge, "yes_probability", fake_yes_probability)  # where the judge looks them up
+    monkeypatch.setattr(judge, "judge_workers", lambda spec: 1)  # a model in this process: one at a time
     v = V.get_verifier("llm-judge:fake-chat", max_premise_chars=100, window_overlap_chars=10)
     assert v.score([("short premise", "claim one")]) == [pytest.approx(0.1)]
     assert seen[0][0] == "fake-chat"

@@ -25,6 +25,8 @@ from typing import Sequence
 
 from citegraph.cli.common import EXIT_INPUT, EXIT_MODEL, apply_failure_args, apply_trace_arg, parse_set, print_answer
 from citegraph.errors import InputError, ModelError
+from citegraph.tools import failures, tracing
+from citegraph.tools.models import want_server_slots
 
 __all__ = ["main", "build_parser", "parse_set", "print_answer", "EXIT_INPUT", "EXIT_MODEL"]
 
@@ -87,10 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"citegraph: interrupted ({saved})", file=sys.stderr)
         return 130
     finally:
-        from citegraph.tools import failures
-
         failures.reset_policy()
-        from citegraph.tools.models import want_server_slots
 
         want_server_slots(None)  # --concurrency's slots were this command's
         if traced:
@@ -98,8 +97,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _stop_tracing() -> None:
-    from citegraph.tools import tracing
-
     where, lost = tracing.endpoint(), tracing.flush()
     if lost:
         print(f"citegraph: warning: {lost} trace spans did not reach {where}", file=sys.stderr)

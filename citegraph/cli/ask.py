@@ -6,9 +6,15 @@ import json
 from pathlib import Path
 import time
 
-from citegraph.cli.common import (add_checkpoint_arg, add_model_args, add_trace_arg, context_from_args, docs_arg,
-                                  open_checkpoint_arg, print_answer)
+from citegraph.cli.common import (_SUPPORT_MARK, add_checkpoint_arg, add_model_args, add_trace_arg,
+                                  context_from_args, docs_arg, open_checkpoint_arg, print_answer)
+from citegraph.corpus import open_corpus
 from citegraph.errors import InputError
+from citegraph.graphs.registry import answer_methods, entry, names
+from citegraph.run.datasets import Item, bundled_example, check_question, read_utf8
+from citegraph.run.output import make_record, write_output
+from citegraph.run.runner import answer_item, thread_id
+from citegraph.state.base import RETRIEVAL_MODES
 
 
 #: the events any run may send, whatever the method (a node finished, verifier batches, an index build)
@@ -38,8 +44,6 @@ def checked_line(ev: dict) -> str:
     """A ``sentence_checked`` event as one line (rich markup, escaped): ``2. text [3] supported 0.91 (p. 7)``."""
     from rich.markup import escape
 
-    from citegraph.cli.common import _SUPPORT_MARK
-
     cites = escape("".join(f"[{c}]" for c in ev.get("citations") or [])) or "[red](no citation)[/red]"
     status = ev.get("status")
     score = f" [dim]{ev['score']:.2f}[/dim]" if isinstance(ev.get("score"), (int, float)) else ""
@@ -53,8 +57,6 @@ def _answer_with_progress(graph, item, ctx, method, thread: str | None = None):
     the registry entry)."""
     from rich.console import Console
     from rich.markup import escape
-
-    from citegraph.run.runner import answer_item
 
     console = Console(stderr=True)
     if not console.is_terminal:  # piped or captured: no spinner, no noise
@@ -73,8 +75,6 @@ def _text_arg(value: str | None, path: str | None, flag: str) -> str | None:
     """``--X TEXT`` or ``--X-file FILE``; ``-`` (either) reads stdin. None when neither is given."""
     import sys
 
-    from citegraph.run.datasets import read_utf8
-
     if value is not None and path is not None:
         raise InputError(f"give --{flag} or --{flag}-file, not both")
     if value == "-" or path == "-":
@@ -91,8 +91,6 @@ def _text_arg(value: str | None, path: str | None, flag: str) -> str | None:
 def _answer_input(args, method) -> dict:
     """The answer a method attributes (its entry's ``answer_input``) from ``--answer`` /
     ``--answer-file``; refused for a method that reads none, required for one that does."""
-    from citegraph.graphs.registry import answer_methods
-
     text = _text_arg(args.answer, args.answer_file, "answer")
     key = method.answer_input
     if key is None:
@@ -106,9 +104,6 @@ def _answer_input(args, method) -> dict:
 
 
 def cmd_ask(args) -> int:
-    from citegraph.graphs.registry import entry
-    from citegraph.run.datasets import Item, bundled_example, check_question
-
     method = entry(args.method)  # resolved once, passed along
     question = _text_arg(args.question, args.question_file, "question")
     where = "--question-file" if args.question_file else "--question"
@@ -134,8 +129,6 @@ def cmd_ask(args) -> int:
     graph = method.build(checkpointer=saver)
     thread = None
     if saver is not None:
-        from citegraph.run.runner import thread_id
-
         thread = thread_id(args.method, item, ctx)
     t0 = time.perf_counter()
     ans, usage = _answer_with_progress(graph, item, ctx, method, thread)
@@ -164,8 +157,6 @@ def _save(path: str, method: str, item, ans, usage: dict, ctx) -> None:
     read), written atomically."""
     import dataclasses
 
-    from citegraph.run.output import make_record, write_output
-
     item.raw = {"id": item.id, "question": item.question, **(item.raw or {}),
                 "docs": [d.model_dump(mode="json") for d in item.documents]}
     ctx_dict = json.loads(json.dumps(dataclasses.asdict(ctx), default=str))
@@ -179,7 +170,6 @@ def _retrieval_overrides(args) -> dict:
     """``--index`` and its retrieval settings as the Context's open-domain knobs."""
     if not args.index:
         return {}
-    from citegraph.corpus import open_corpus
 
     open_corpus(args.index)  # a missing or unreadable index fails here with one line, before the model loads
     out: dict = {"corpus": args.index}
@@ -190,9 +180,6 @@ def _retrieval_overrides(args) -> dict:
 
 
 def register(sub) -> None:
-    from citegraph.graphs.registry import answer_methods, names
-    from citegraph.state.base import RETRIEVAL_MODES
-
     p = sub.add_parser("ask", help="answer one question from a documents file")
     p.add_argument("method", choices=names())
     p.add_argument("--question", "-q", default=None, help="the question ('-': read it from stdin)")

@@ -7,13 +7,13 @@ import os
 from citegraph.cli.common import (add_checkpoint_arg, add_failure_args, add_preset_arg, add_trace_arg, add_workers_args,
                                   concurrency_note, open_checkpoint_arg, parse_set, workers_args)
 from citegraph.errors import InputError
+from citegraph.eval.bench import run_bench
+from citegraph.graphs.registry import answer_methods
 
 
 def cmd_bench(args) -> int:
     from rich.console import Console
     from rich.markup import escape
-
-    from citegraph.eval.bench import run_bench
 
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
@@ -49,8 +49,6 @@ def cmd_bench(args) -> int:
 
 
 def register(subparsers) -> None:
-    from citegraph.graphs.registry import answer_methods
-
     p = subparsers.add_parser("bench", help="run, score and compare methods; writes a report folder (resumable)")
     p.add_argument("--methods", required=True, help="comma-separated, e.g. vanilla,summ,snippet,rerank; a variant adds its own settings: "
                    "genprog:refine=true, raac:use_calibration=false")

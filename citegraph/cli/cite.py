@@ -17,12 +17,15 @@ import sys
 import time
 
 from citegraph.cli.common import add_failure_args, add_trace_arg, context_from_args, docs_arg, print_answer
+from citegraph.corpus import open_corpus
 from citegraph.errors import InputError
+from citegraph.graphs.registry import entry
+from citegraph.run.datasets import Item, read_utf8
+from citegraph.run.runner import answer_item
+from citegraph.tools.verifier import get_verifier
 
 
 def _read_text(path: str) -> str:
-    from citegraph.run.datasets import read_utf8
-
     if path == "-":
         data = sys.stdin.buffer.read()
         try:
@@ -40,11 +43,6 @@ def _read_text(path: str) -> str:
 
 
 def cmd_cite(args) -> int:
-    from citegraph.graphs.registry import entry
-    from citegraph.run.datasets import Item
-    from citegraph.run.runner import answer_item
-    from citegraph.tools.verifier import get_verifier
-
     if bool(args.docs) == bool(args.index):
         raise InputError("give --docs FILE.jsonl or --index IDX (one of them) to attribute the text to")
     if args.k is not None and args.k < 1:
@@ -53,8 +51,6 @@ def cmd_cite(args) -> int:
     docs = docs_arg(args.docs, args.question or "") if args.docs else []
     extra: dict = {}
     if args.index:
-        from citegraph.corpus import open_corpus
-
         open_corpus(args.index)  # a missing or unreadable index fails here with one line
         extra["corpus"] = args.index
         if args.k is not None:

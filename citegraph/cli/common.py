@@ -6,8 +6,17 @@ import argparse
 import sys
 from typing import Any, Sequence
 
+from citegraph.corpus.passages import is_document_file, read_passages
 from citegraph.errors import InputError
+from citegraph.graphs.presets import PRESETS, get_preset, preset_overrides
+from citegraph.graphs.registry import method_context
+from citegraph.run.datasets import load_documents
+from citegraph.run.workqueue import check_workers_db
 from citegraph.settings import setting
+from citegraph.state.base import CliText
+from citegraph.tools import failures, tracing
+from citegraph.tools.checkpoints import open_checkpointer
+from citegraph.tools.models import parse_chat_spec, want_server_slots
 
 EXIT_INPUT = 2
 EXIT_MODEL = 3
@@ -15,8 +24,6 @@ EXIT_MODEL = 3
 
 def parse_set(pairs: Sequence[str] | None) -> dict[str, Any]:
     """``--set k=v`` Context overrides; the Context reads each value by its knob's type (CliText)."""
-    from citegraph.state.base import CliText
-
     out: dict[str, Any] = {}
     for p in pairs or []:
         if "=" not in p:
@@ -30,8 +37,6 @@ def context_from_args(method: Any, args, **extra: Any) -> Any:
     """The method's Context (``method``: a name or its registry entry) from ``--preset``, ``extra``
     (settings a subcommand's own flags give, e.g. ``ask --index``), ``--set`` (wins over both), and
     ``--llm`` / ``--verifier`` where the method has them (:func:`citegraph.graphs.registry.method_context`)."""
-    from citegraph.graphs.registry import method_context
-
     return method_context(method, {**extra, **parse_set(getattr(args, "set", None))}, preset=getattr(args, "preset", None),
                           llm=getattr(args, "llm", None), verifier=getattr(args, "verifier", None))
 
@@ -62,8 +67,6 @@ def add_trace_arg(p: argparse.ArgumentParser) -> None:
 
 def apply_trace_arg(args) -> bool:
     """Turn tracing on for ``--trace`` (or CITEGRAPH_TRACE); True when this command turned it on."""
-    from citegraph.tools import tracing
-
     if not hasattr(args, "trace"):  # a command without the flag: its graphs read CITEGRAPH_TRACE when compiled
         return False
     if args.trace:
@@ -79,8 +82,6 @@ def apply_failure_args(args) -> None:
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout must be more than 0 seconds")
     if retries is not None or timeout is not None:
-        from citegraph.tools import failures
-
         failures.configure(retries=retries, timeout=timeout)
 
 
@@ -110,8 +111,6 @@ def workers_args(args) -> dict[str, Any]:
     if lease is not None and not spec:
         raise InputError("--workers-lease needs --workers-db")
     if spec:
-        from citegraph.run.workqueue import check_workers_db
-
         check_workers_db(spec)
         if getattr(args, "overwrite", False):
             raise InputError("--overwrite cannot be used with --workers-db: the workers share the job, and one "
@@ -123,8 +122,6 @@ def concurrency_note(llm: str | None, concurrency: int) -> str | None:
     """With several items in flight: a ``server:`` model gets that many slots (unless
     ``$CITEGRAPH_SERVER_SLOTS`` says otherwise); for an in-process llama.cpp model, which evaluates one
     call at a time, the line to print that says how to decode them together instead."""
-    from citegraph.tools.models import parse_chat_spec, want_server_slots
-
     if concurrency <= 1:
         return None
     try:
@@ -166,14 +163,11 @@ def open_checkpoint_arg(args):
     spec = getattr(args, "checkpoint", None)
     if not spec:
         return None
-    from citegraph.tools.checkpoints import open_checkpointer
 
     return open_checkpointer(spec)
 
 
 def add_preset_arg(p: argparse.ArgumentParser) -> None:
-    from citegraph.graphs.presets import PRESETS
-
     p.add_argument("--preset", default=None, metavar="NAME",
                    help="per-dataset settings from the papers (" + ", ".join(PRESETS) + "; `citegraph graphs` lists "
                         "them), applied before --set, which wins; recorded in the output's args")
@@ -181,8 +175,6 @@ def add_preset_arg(p: argparse.ArgumentParser) -> None:
 
 def preset_args(method: str, args) -> dict[str, Any]:
     """What an output file's ``args`` records about ``--preset`` (nothing without one)."""
-    from citegraph.graphs.presets import get_preset, preset_overrides
-
     name = getattr(args, "preset", None)
     if not name:
         return {}
@@ -251,9 +243,6 @@ def print_answer(ans, console=None, evidence: bool = True) -> None:
 def docs_arg(path: str, question: str = "", k: int = 0) -> list:
     """``--docs``: JSON lines of documents, or a PDF/text file or folder read as passages (each note,
     such as pages without text or the passages kept for the question, one line on stderr)."""
-    from citegraph.corpus.passages import is_document_file, read_passages
-    from citegraph.run.datasets import load_documents
-
     if not is_document_file(path):
         return load_documents(path)
     got = read_passages(path, question, k=k)

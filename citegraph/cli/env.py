@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
+from citegraph.cli.graphs import _console
+from citegraph.settings import describe
+
 
 def cmd_env(args) -> int:
-    from citegraph.settings import describe
-
     rows = describe()
     if args.json:
         for name, value, desc in rows:
@@ -16,8 +17,6 @@ def cmd_env(args) -> int:
         return 0
     from rich.markup import escape
     from rich.table import Table
-
-    from citegraph.cli.graphs import _console
 
     t = Table(show_header=True)
     t.add_column("variable", no_wrap=True)

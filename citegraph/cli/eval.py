@@ -13,6 +13,9 @@ import argparse
 from typing import Any
 
 from citegraph.errors import InputError
+from citegraph.eval.nuggets import evaluate_output_file
+from citegraph.eval.scoring import score_file
+from citegraph.state.base import default_judge
 
 LABELS = {
     "citation_rec": "ALCE citation recall", "citation_prec": "ALCE citation precision",
@@ -39,12 +42,9 @@ def cmd_nuggets(args) -> int:
 
     from rich.console import Console
 
-    from citegraph.eval.nuggets import evaluate_output_file
-
     base = Path(args.output) if args.output else Path(args.input).with_suffix("")
     out = base if args.output else base.with_name(base.name + ".nuggets.json")
     journal = out.with_suffix(".jsonl")
-    from citegraph.state.base import default_judge
 
     args.judge = args.judge or default_judge()
     res = evaluate_output_file(args.input, judge=args.judge, nuggets_file=args.nuggets or None,
@@ -62,8 +62,6 @@ def cmd_nuggets(args) -> int:
 def cmd_eval(args) -> int:
     from rich.console import Console
     from rich.table import Table
-
-    from citegraph.eval.scoring import score_file
 
     if args.nuggets is not None:
         return cmd_nuggets(args)

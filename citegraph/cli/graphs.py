@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from citegraph.graphs.presets import PRESETS
+from citegraph.graphs.registry import GRAPHS, GraphEntry, entry, names
+
 
 def method_inputs(method) -> str:
     """What a method's input takes, in words (the registry and the Context say it, no graph is built);
     ``method``: a name or its registry entry."""
-    from citegraph.graphs.registry import GraphEntry, entry
-
     e = method if isinstance(method, GraphEntry) else entry(method)
     cls = e.context_class()
     docs = ("documents to retrieve among, or the corpus knob" if getattr(cls, "documents_are_a_corpus", False)
@@ -42,8 +43,6 @@ def _presets_table(method: str | None = None):
     from rich.markup import escape
     from rich.table import Table
 
-    from citegraph.graphs.presets import PRESETS
-
     t = Table(title="presets (--preset NAME on ask, run, bench; applied before --set, which wins)",
               title_justify="left", show_header=True)
     t.add_column("preset", no_wrap=True)
@@ -65,8 +64,6 @@ def _presets_table(method: str | None = None):
 def cmd_graphs(args) -> int:
     from rich.markup import escape
     from rich.table import Table
-
-    from citegraph.graphs.registry import GRAPHS, entry
 
     console = _console()
     if args.method:
@@ -101,8 +98,6 @@ def cmd_graphs(args) -> int:
 
 
 def register(sub) -> None:
-    from citegraph.graphs.registry import names
-
     p = sub.add_parser("graphs", help="list the methods; one method's inputs and Context knobs; every knob (--knobs)")
     p.add_argument("method", nargs="?", choices=names(), default=None, help="show this method: purpose, inputs, knobs, presets")
     p.add_argument("--knobs", action="store_true", help="every method's Context knobs and the presets")

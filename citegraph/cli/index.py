@@ -21,16 +21,16 @@ import time
 from pathlib import Path
 
 from citegraph.cli.common import EXIT_INPUT
+from citegraph.corpus import Corpus, add_to_index, build_index, list_documents, remove_from_index
+from citegraph.corpus.sources import corpus_bytes
 from citegraph.errors import InputError
+from citegraph.state.base import RETRIEVAL_MODES
 
 
 def _run_index(args, build: bool) -> int:
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    from citegraph.corpus import add_to_index, build_index
-    from citegraph.corpus.sources import corpus_bytes
 
     if not Path(args.corpus).exists():
         raise InputError(f"corpus not found: {args.corpus}")
@@ -76,8 +76,6 @@ def cmd_add(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from citegraph.corpus import Corpus
-
     if not args.query.strip():
         raise InputError("--query is empty")
     if args.k < 1:
@@ -107,8 +105,6 @@ def cmd_search(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from citegraph.corpus import list_documents
-
     docs = list_documents(args.index)
     if args.json:
         for d in docs:
@@ -126,8 +122,6 @@ def cmd_remove(args) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from citegraph.corpus import remove_from_index
-
     console = Console(stderr=True)
     rep = remove_from_index(args.index, ids=args.id or (), sources=args.source or (),
                             on_wait=lambda msg: console.print(escape(msg), soft_wrap=True))
@@ -137,8 +131,6 @@ def cmd_remove(args) -> int:
 
 
 def register(sub) -> None:
-    from citegraph.state.base import RETRIEVAL_MODES
-
     p = sub.add_parser("index", help="build, extend, list, prune and search a corpus index (Chroma + bm25s; PDFs too)")
     isub = p.add_subparsers(dest="index_command", required=True)
     for name, func, helptext in (("build", cmd_build, "index a corpus (a second build of the same corpus is a no-op)"),

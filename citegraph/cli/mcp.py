@@ -15,6 +15,7 @@ import secrets
 
 from citegraph.errors import InputError
 from citegraph.settings import setting
+from citegraph.view.page import build_page, render_page
 
 ENV_TOKEN = "CITEGRAPH_MCP_TOKEN"
 
@@ -47,13 +48,11 @@ def bearer_guard(app, token: str):
 
 def render_run(path) -> str:
     """A saved run's evidence view, the page ``citegraph show`` writes (no verifier: its own evidence)."""
-    from citegraph.view.page import build_page, render_page
-
     return render_page(build_page([path], verifier=None))
 
 
 def cmd_mcp(args) -> int:
-    from citegraph.run.mcp import Service, build_server
+    from citegraph.run.mcp import Service, build_server  # deferred: it loads the mcp SDK
 
     token = args.token or setting("mcp_token")
     if args.http and not _loopback(args.host) and not token:

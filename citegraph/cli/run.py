@@ -7,16 +7,16 @@ import os
 from citegraph.cli.common import (add_checkpoint_arg, add_model_args, add_trace_arg, add_workers_args, concurrency_note,
                                   context_from_args, open_checkpoint_arg, preset_args, run_summary_line, workers_args)
 from citegraph.errors import InputError
+from citegraph.graphs.registry import answer_methods, entry, names
+from citegraph.metrics import resolve_verifier
+from citegraph.run.datasets import attach_answers, check_answer_field, check_output_path, load_items
+from citegraph.run.runner import run_dataset
 
 
 def cmd_run(args) -> int:
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    from citegraph.graphs.registry import entry
-    from citegraph.run.datasets import attach_answers, check_answer_field, check_output_path, load_items
-    from citegraph.run.runner import run_dataset
 
     if args.limit is not None and args.limit < 1:
         raise InputError("--limit must be at least 1")
@@ -31,7 +31,6 @@ def cmd_run(args) -> int:
         items = attach_answers(items, args.answer_field)
     ctx = context_from_args(method, args)
     if args.verifier:  # a bad spec stops here, before the first item, not inside every item
-        from citegraph.metrics import resolve_verifier
 
         resolve_verifier(args.verifier)
     console = Console(stderr=True)
@@ -73,8 +72,6 @@ def cmd_run(args) -> int:
 
 
 def register(sub) -> None:
-    from citegraph.graphs.registry import answer_methods, names
-
     p = sub.add_parser("run", help="run a method over a dataset (resumable)")
     p.add_argument("method", choices=names())
     p.add_argument("--input", "-i", required=True, help="ALCE-style JSON or JSONL with question + docs per item")

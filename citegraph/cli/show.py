@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from citegraph.errors import InputError
+from citegraph.view.page import build_page, render_page
 
 
 def default_html(paths: list[str]) -> Path:
@@ -21,8 +22,6 @@ def default_html(paths: list[str]) -> Path:
 
 def cmd_show(args) -> int:
     import sys
-
-    from citegraph.view.page import build_page, render_page
 
     verifier = None if str(args.verifier).lower() in ("none", "off", "") else args.verifier
     html = Path(args.html) if args.html else default_html(args.files)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from citegraph.cli.common import print_answer
 from citegraph.errors import InputError
+from citegraph.run.trace import TraceStore
 
 
 def _store(args):
-    from citegraph.run.trace import TraceStore
-
     return TraceStore(args.checkpoint)
 
 
@@ -70,8 +70,6 @@ def _edits(pairs) -> dict:
 
 
 def cmd_fork(args) -> int:
-    from citegraph.cli.common import print_answer
-
     edits = _edits(getattr(args, "set", None))
     if args.command_name == "fork" and not edits:
         raise InputError("fork needs at least one --set FIELD=VALUE (replay runs on from a step unchanged)")

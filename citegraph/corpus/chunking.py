@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from citegraph.corpus.pdf import pages_within
+from citegraph.state.answer import Document
 from citegraph.tools.sentences import DEFAULT_SPLITTER, split_sentences
 
 
@@ -44,8 +45,6 @@ class Chunk:
         """A :class:`citegraph.state.answer.Document` with the chunk's provenance in ``metadata``:
         ``doc_id``, ``chunk_id``, ``order``, ``start``, ``end`` (character offsets into the source
         document's text) and the source document's own extra fields under ``source``."""
-        from citegraph.state.answer import Document
-
         return Document(
             id=self.id, title=self.title, text=self.text,
             metadata={"doc_id": self.doc_id, "chunk_id": self.id, "order": self.order, "start": self.start,

@@ -440,7 +440,7 @@ class Corpus:
         total = self._col.count()
         if not total or n <= 0:
             return {}
-        from citegraph.tools.embeddings import embed
+        from citegraph.tools.embeddings import embed  # deferred: it loads chromadb (0.4 s)
 
         hidden = self._ensure_sparse().hidden
         q = embed([query], self.settings["embedder"])[0]
@@ -527,7 +527,7 @@ def _settings_of(col, display: str) -> dict[str, Any]:
 
 
 def _embedding_function(embedder: str):
-    from citegraph.tools.embeddings import ChromaEmbedding
+    from citegraph.tools.embeddings import ChromaEmbedding  # deferred: it loads chromadb (0.4 s)
 
     return ChromaEmbedding(embedder)
 
@@ -611,7 +611,7 @@ _chunkers: dict[tuple, Chunker] = {}
 def _chunker(settings: dict[str, Any]) -> Chunker:
     key = tuple(settings[k] for k in ("embedder", "chunk_tokens", "overlap_tokens", "splitter"))
     if key not in _chunkers:
-        from citegraph.tools.embeddings import get_embedder
+        from citegraph.tools.embeddings import get_embedder  # deferred: it loads chromadb (0.4 s)
 
         _chunkers[key] = Chunker(get_embedder(settings["embedder"]).tokenizer, settings["chunk_tokens"],
                                  settings["overlap_tokens"], settings["splitter"])
@@ -761,7 +761,7 @@ class _Adder:
                      chunked: dict[str, list[Chunk]], keep: set[str]) -> None:
         """The chunks not kept, embedded and written ``write_batch`` at a time; every document's chunk 0
         after all the others (its presence marks the document complete)."""
-        from citegraph.tools.embeddings import embed
+        from citegraph.tools.embeddings import embed  # deferred: it loads chromadb (0.4 s)
 
         rep, settings, write_batch = self.rep, self.settings, self.write_batch
         firsts: list[tuple[Chunk, str, int]] = []

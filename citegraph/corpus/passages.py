@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from citegraph.corpus.index import _Sparse, _chunker, _new_settings
 from citegraph.corpus.sources import BadLine, SourceDoc, iter_corpus
 from citegraph.errors import InputError
 from citegraph.state.answer import Document
@@ -36,8 +37,6 @@ def read_passages(path: str | Path, question: str = "", k: int = 0, chunk_tokens
                   embedder: str = "minilm") -> Passages:
     """The passages of the documents under ``path`` (see the module doc); ``k`` 0 keeps them all.
     InputError (one line) when nothing readable is there."""
-    from citegraph.corpus.index import _chunker, _new_settings, _Sparse
-
     p = Path(path)
     if not p.exists():
         raise InputError(f"--docs {path}: not found")

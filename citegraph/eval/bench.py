@@ -21,9 +21,14 @@ from typing import Any, Callable, Sequence
 
 from citegraph.errors import InputError
 from citegraph.eval import scoring
-from citegraph.graphs.registry import method_context
+from citegraph.graphs.presets import get_preset, preset_overrides
+from citegraph.graphs.registry import entry, method_context
+from citegraph.metrics import resolve_verifier
+from citegraph.run.datasets import attach_answers, check_answer_field, load_items
 from citegraph.run.provenance import provenance, summarize_records
+from citegraph.run.runner import run_dataset
 from citegraph.state.base import CliText
+from citegraph.tools.checkpoints import open_checkpointer
 
 # (key, header) of the report's columns, in order; absent metrics are skipped
 QUALITY_COLUMNS = [
@@ -245,11 +250,6 @@ class _BenchPlan:
 def _plan(methods, data, out_dir, *, limit, llm, verifier, overrides, preset, answer_field, checkpoint,
           score_verifiers) -> _BenchPlan:
     """Every input checked (one-line errors, before any generation) and the variants' Contexts built."""
-    from citegraph.graphs.presets import get_preset
-    from citegraph.graphs.registry import entry
-    from citegraph.metrics import resolve_verifier
-    from citegraph.run.datasets import check_answer_field, load_items
-
     methods = [m.strip() for m in methods if m.strip()]
     if not methods:
         raise InputError("--methods needs at least one method")
@@ -287,8 +287,6 @@ def _plan(methods, data, out_dir, *, limit, llm, verifier, overrides, preset, an
     for spec in extra:
         resolve_verifier(spec)
     if checkpoint:
-        from citegraph.tools.checkpoints import open_checkpointer
-
         open_checkpointer(checkpoint)  # a bad store fails here too
     out = Path(out_dir)
     (out / "raw").mkdir(parents=True, exist_ok=True)
@@ -300,10 +298,6 @@ def _run_and_score(plan: _BenchPlan, *, dataset, concurrency, overwrite, on_meth
                    workers_db, lease_s) -> tuple[dict, dict, dict]:
     """Each variant run into ``raw/<variant>.json`` (resumable), then scored by the run's verifier and by
     every ``--score-verifier`` (items scored before keep their scores)."""
-    from citegraph.graphs.presets import preset_overrides
-    from citegraph.run.datasets import attach_answers
-    from citegraph.run.runner import run_dataset
-
     out, items, extra = plan.out, plan.items, plan.extra
     runs: dict[str, dict] = {}
     scores: dict[str, dict] = {}
@@ -342,8 +336,6 @@ def _run_and_score(plan: _BenchPlan, *, dataset, concurrency, overwrite, on_meth
 def _report(plan: _BenchPlan, runs: dict, scores: dict, extra_scores: dict, *, dataset) -> dict:
     """The tables on the items every variant finished: ``summary.json``, one summary per extra verifier,
     the citation-F1-vs-tokens plot and ``report.md``."""
-    from citegraph.graphs.presets import get_preset
-
     out, items, methods, data, limit = plan.out, plan.items, plan.methods, plan.data, plan.limit
     preset_name, eval_verifier = plan.preset_name, plan.eval_verifier
     counts, common = item_counts(methods, [it.id for it in items], scores, runs)

@@ -28,7 +28,8 @@ from typing import Sequence
 
 from citegraph.prompts import deepeval as P
 from citegraph.state.answer import Document
-from citegraph.tools.models import structured
+from citegraph.tools.models import NoLogprobsError, judge_many, structured
+from citegraph.tools.sentences import split_sentences
 
 
 @dataclass
@@ -157,9 +158,6 @@ def contextual_relevancy(question: str, context: Sequence[str], judge: str, max_
 def _context_doc(question: str, context: str, judge: str, max_tokens: int, mode: str) -> tuple[dict | None, list[str]]:
     """One context document's relevant and total statements (and, in logodds mode, each one's log-odds)."""
     if mode == "logodds":
-        from citegraph.tools.models import NoLogprobsError, judge_many
-        from citegraph.tools.sentences import split_sentences
-
         statements = [x for x in split_sentences(context) if x.strip()]
         try:  # one document's statements at once (in flight together on an endpoint)
             lo = judge_many(judge, [P.statement_relevance_prompt(question, x) for x in statements], kind="yes_no_log_odds")

@@ -30,6 +30,10 @@ from typing import Any, Iterable, Sequence
 
 from citegraph.errors import InputError
 from citegraph.prompts import nuggets as P
+from citegraph.run.output import read_output_file
+from citegraph.state.base import default_judge
+from citegraph.state.marks import strip_citations
+from citegraph.tools.models import judge_many, structured, yes_probability
 
 ASSIGN_LABELS = ("support", "partial_support", "not_support")
 IMPORTANCE_LABELS = ("vital", "okay")
@@ -84,8 +88,6 @@ def _coerce_labels(allowed: tuple[str, ...]):
 def label_window(judge: str, prompt: str, n: int, allowed: tuple[str, ...], default: str, *,
                  system: str, max_tokens: int = 400) -> tuple[list[str], list[str]]:
     """One window of labels: exactly ``n`` from ``allowed`` (padded with ``default`` on failure)."""
-    from citegraph.tools.models import structured
-
     schema = P.labels_schema(n, allowed)
     obj, problems = structured(judge, prompt, schema, system=system, fallback=lambda: None, retries=1,
                                coerce=_coerce_labels(allowed), temperature=0.0, max_tokens=max_tokens)
@@ -97,8 +99,6 @@ def label_window(judge: str, prompt: str, n: int, allowed: tuple[str, ...], defa
 def create_nuggets(query: str, passages: Sequence[str], judge: str = "local", *, window: int = 10,
                    max_nuggets: int = 30) -> tuple[list[str], list[str]]:
     """Nuggets from the passages (or a reference), updated window by window; at most ``max_nuggets``."""
-    from citegraph.tools.models import structured
-
     nuggets: list[str] = []
     problems: list[str] = []
 
@@ -138,8 +138,6 @@ def assign_yesno(query: str, answer: str, nugget: str, judge: str, threshold: fl
     """One nugget by two Yes/No questions (P(Yes) from the judge's next-token distribution): fully
     captured → support; else partly captured → partial_support; else not_support. Returns the label
     and the probabilities asked (kept so thresholds can be fitted on labelled data)."""
-    from citegraph.tools.models import yes_probability
-
     full = yes_probability(judge, P.yesno_prompt(query, answer, nugget, partial=False), system=P.ASSIGN_SYSTEM)
     if full >= threshold:
         return "support", [full]
@@ -153,8 +151,6 @@ def assign_yesno_many(query: str, answer: str, nuggets: Sequence[str], judge: st
     (``judge_many``: in flight at once on an endpoint): "fully captured?" for all nuggets, then
     "partly captured?" for those not fully captured. The same labels and probabilities as one
     nugget at a time."""
-    from citegraph.tools.models import judge_many
-
     full = judge_many(judge, [P.yesno_prompt(query, answer, n, partial=False) for n in nuggets], system=P.ASSIGN_SYSTEM)
     rest = [k for k, f in enumerate(full) if f < threshold]
     part = dict(zip(rest, judge_many(judge, [P.yesno_prompt(query, answer, nuggets[k], partial=True) for k in rest],
@@ -210,8 +206,6 @@ def evaluate_topic(query: str, answer: str, *, nuggets: Sequence[str] | None = N
                    judge: str = "local", window: int = 10, max_nuggets: int = 30, mode: str = "list") -> TopicResult:
     """Score one answer. Given nuggets skip creation; given importance skips labelling. Citation
     markers are removed from the answer before assignment (the judge does not see citations)."""
-    from citegraph.state.marks import strip_citations
-
     problems: list[str] = []
     created = False
     if nuggets is None:
@@ -371,9 +365,6 @@ def evaluate_output_file(path: str | Path, *, judge: str | None = None, nuggets_
     ``nuggets_file`` (by item id), else the item's ``claims_key`` list as vital nuggets (ELI5 ``claims``),
     else created from the item's documents. Finished items are journalled (re-running resumes).
     ``judge`` defaults to ``$CITEGRAPH_JUDGE`` (else ``$CITEGRAPH_LLM``, else ``local``)."""
-    from citegraph.run.output import read_output_file
-    from citegraph.state.base import default_judge
-
     judge = judge or default_judge()
 
     args, records = read_output_file(path)

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 from citegraph import metrics as M
 from citegraph.errors import InputError
 from citegraph.run.output import read_output_file  # the output file has one reader (run.output)
+from citegraph.run.provenance import verifier_identity
 from citegraph.state.answer import AttributedAnswer, Document
 from citegraph.tools.citations import parse_answer
 
@@ -170,8 +171,6 @@ def score_key(rec: dict, *, verifier: str, dataset: str, settings: dict) -> str:
     """What an item's scores depend on, hashed: the whole record (its output and structured answer,
     documents, gold fields, cost counters), the verifier (with the sha256 of the shipped weights for
     ``default``), the dataset type, the scoring settings and the scoring code."""
-    from citegraph.run.provenance import verifier_identity
-
     blob = json.dumps({"record": rec, "verifier": verifier_identity(verifier) if isinstance(verifier, str) else repr(verifier),
                        "dataset": dataset, "settings": settings, "scorer": scorer_digest()},
                       sort_keys=True, ensure_ascii=False, default=str)

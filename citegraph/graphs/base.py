@@ -45,6 +45,8 @@ from langgraph.types import Command, Send
 from citegraph.errors import InputError, ModelError, NodeError
 from citegraph.state.base import unknown_settings
 from citegraph.tools import tracing
+from citegraph.tools.models import check_chat_spec
+from citegraph.tools.verifier import check_verifier_spec
 
 _PASS_THROUGH = (InputError, ModelError, NodeError, GraphBubbleUp)
 RUN_CONTEXT = "run_context"  # the state field of citegraph.state.base.RunContextState
@@ -124,9 +126,6 @@ def check_run(cls: Any, input: Any, context: Any) -> None:
     server) checks before the first node runs, each failure one ``InputError`` line: the model and
     verifier specs resolve (nothing is loaded), and a new input has a question or something to answer
     from (documents, or a corpus to retrieve them)."""
-    from citegraph.tools.models import check_chat_spec
-    from citegraph.tools.verifier import check_verifier_spec
-
     ctx = effective_context(cls, context)
     name = type(ctx).__name__
     if isinstance(getattr(ctx, "llm", None), str):

@@ -11,8 +11,10 @@ from dataclasses import dataclass, fields
 from types import ModuleType
 from typing import Any, Callable
 
+import citegraph.state as pkg
 from citegraph.errors import InputError
 from citegraph.graphs import cite, genprog, genprog_posthoc, ginger, odmds, raac, rag, rerank, snippet, squai, summ, vanilla
+from citegraph.graphs.presets import preset_overrides
 from citegraph.nodes.genprog import display as genprog_display
 from citegraph.nodes.raac import display as raac_display
 from citegraph.nodes.squai import display as squai_display
@@ -134,8 +136,6 @@ def state_types() -> set[tuple[str, str]]:
     import pkgutil
     import typing
 
-    import citegraph.state as pkg
-
     out: set[tuple[str, str]] = set()
     todo: list = []
     for info in pkgutil.iter_modules(pkg.__path__):
@@ -173,8 +173,6 @@ def method_context(method: str | GraphEntry, overrides: dict[str, Any] | None = 
     ``overrides`` (``--set``, a subcommand's flags, a bench variant's own settings), then ``llm`` /
     ``verifier`` where the method has them. ``only_known``: overrides the method has no knob for are
     left out (settings given to several methods at once); else they are an InputError."""
-    from citegraph.graphs.presets import preset_overrides
-
     e = method if isinstance(method, GraphEntry) else entry(method)
     known = e.knob_names()
     kw = {**preset_overrides(preset, e.name), **(overrides or {})}

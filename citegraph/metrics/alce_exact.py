@@ -11,6 +11,7 @@ from citegraph.metrics.citation import remove_citations
 from citegraph.metrics.correctness import _rouge_scorer
 from citegraph.metrics.jobs import Job, Pair, run_jobs
 from citegraph.state.answer import Document
+from citegraph.tools.sentences import punkt_sentences
 
 
 # --------------------------------------------------------------------------- ALCE's eval.py, exactly (--alce)
@@ -38,8 +39,6 @@ def alce_exact_units(output: str, *, qampari: bool = False, question: str = "") 
     question; the hypothesis is ``remove_citations(sentence).strip()``; refs are ALCE's
     ``int(n) - 1`` for every ``[n`` in the sentence (0-based, duplicates kept; ``[0]`` gives -1,
     which Python indexing turns into the last document)."""
-    from citegraph.tools.sentences import punkt_sentences
-
     if qampari:
         sents = [question + " " + x.strip() for x in output.rstrip().rstrip(".").rstrip(",").split(",")]
     else:
@@ -151,8 +150,6 @@ def alce_rouge_lsum(output: str, references: Sequence[str]) -> float:
     """ALCE's per-item ROUGE-Lsum F-measure: the text (citations already removed) lower-cased, then
     split by punkt (``'\n'.join(sent_tokenize(text.lower()))``), against the first two references
     (ASQA's two annotations; one reference is used twice), the better of the two."""
-    from citegraph.tools.sentences import punkt_sentences
-
     refs = [r if isinstance(r, str) else "" for r in references][:2]
     if not refs:
         return 0.0

@@ -11,6 +11,8 @@ from typing import Any, Iterable, Sequence
 
 from citegraph.metrics.jobs import Job, Pair, run_jobs
 from citegraph.state.answer import AttributedAnswer, Document
+from citegraph.state.marks import extract_citations, strip_citations
+from citegraph.tools.citations import parse_cited_text
 
 
 # --------------------------------------------------------------------------- ALCE text helpers
@@ -51,9 +53,6 @@ class _Unit:
 
 
 def _units_from_text(text: str, n_docs: int, *, attach_trailing: bool, qampari: bool, question: str) -> list[_Unit]:
-    from citegraph.state.marks import extract_citations, strip_citations
-    from citegraph.tools.citations import parse_cited_text
-
     units: list[_Unit] = []
     if qampari:  # ALCE: comma-separated list, each item prefixed with the question
         for x in text.rstrip().rstrip(".").rstrip(",").split(","):

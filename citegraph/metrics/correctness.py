@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from citegraph.metrics.citation import normalize_answer, remove_citations
 from citegraph.metrics.jobs import Job, run_jobs
+from citegraph.tools.sentences import split_sentences
 
 
 def exact_presence(short_answers: Sequence[str], context: str) -> bool:
@@ -71,8 +72,6 @@ def rouge_lsum(output: str, references: Sequence[str], *, splitter: str | None =
     each reference; the best over references. rougeLsum scores the summary-level LCS over lines, so
     both texts are split into sentences first (on the original-case text: splitters use case),
     one sentence per line, then lower-cased."""
-    from citegraph.tools.sentences import split_sentences
-
     refs = [r for r in references if isinstance(r, str) and r.strip()]
     if not refs:
         return 0.0

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Generator, Sequence
 
+from citegraph.errors import InputError
+from citegraph.tools.verifier import get_verifier
+
 Pair = tuple[str, str]
 Job = Generator[list[Pair], list[bool], Any]
 
@@ -14,9 +17,6 @@ Job = Generator[list[Pair], list[bool], Any]
 def resolve_verifier(verifier: Any):
     """A verifier object from a spec string (``get_verifier``) or the object itself."""
     if verifier is None or isinstance(verifier, str):
-        from citegraph.errors import InputError
-        from citegraph.tools.verifier import get_verifier
-
         try:
             return get_verifier(verifier or "default")
         except ValueError as e:  # unknown spec: the user's input

@@ -8,7 +8,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from citegraph.corpus import open_corpus
+from citegraph.prompts.alce import build_prompt
+from citegraph.prompts.budget import PER_DOCUMENT_TOKENS, SKELETON_TOKENS, bound_documents, estimate_tokens
 from citegraph.state.base import BaseContext
+from citegraph.tools.models import context_window, token_counter
 
 log = logging.getLogger("citegraph")
 
@@ -31,8 +35,6 @@ def retrieve(state: Any, runtime: Runtime[BaseContext]) -> dict:
     out: dict = {}
     docs = state.documents
     if not docs and getattr(ctx, "corpus", ""):
-        from citegraph.corpus import open_corpus
-
         hits = open_corpus(ctx.corpus).search(state.question, k=ctx.top_k, mode=ctx.retrieval_mode,
                                               alpha=ctx.retrieval_alpha)
         docs = [hit_document(h, ctx.corpus) for h in hits]
@@ -51,13 +53,9 @@ def retrieve(state: Any, runtime: Runtime[BaseContext]) -> dict:
 def bound_to_model(ctx: Any, question: str, documents: list):
     """``documents`` bounded to the Context's model (its ``context_window`` knob, else the model's own),
     counted by the model's tokenizer when it is local."""
-    from citegraph.prompts.budget import bound_documents, estimate_tokens
-    from citegraph.tools.models import context_window, token_counter
-
     window = getattr(ctx, "context_window", 0) or context_window(ctx.llm)
     reply = getattr(ctx, "max_new_tokens", 0) or 0
     max_words = getattr(ctx, "max_doc_words", 0) or 0
-    from citegraph.prompts.budget import PER_DOCUMENT_TOKENS, SKELETON_TOKENS
 
     demos = _demonstrations(ctx)
     rough = sum(estimate_tokens(d.title) + estimate_tokens(d.text) + PER_DOCUMENT_TOKENS for d in documents)
@@ -75,7 +73,6 @@ def _demonstrations(ctx: Any) -> str:
     (the generating node reports that itself)."""
     if not getattr(ctx, "ndemo", 0):
         return ""
-    from citegraph.prompts.alce import build_prompt
 
     try:
         return build_prompt("", [], demos_file=getattr(ctx, "demos_file", "") or None, ndemo=ctx.ndemo)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from citegraph.errors import InputError
+from citegraph.graphs.registry import GraphEntry, answer_methods, entry
 from citegraph.state import Document
 
 
@@ -30,8 +31,6 @@ def check_answer_field(methods, answer_field: str | None) -> None:
     """Methods that attribute an existing answer (their registry entry's ``answer_input``) need
     ``--answer-field``; the others must not be given one (it would be silently ignored). ``methods``:
     names or registry entries."""
-    from citegraph.graphs.registry import GraphEntry, answer_methods, entry
-
     entries = [m if isinstance(m, GraphEntry) else entry(m) for m in methods]
     need = [e.name for e in entries if e.answer_input]
     if need and not answer_field:

@@ -30,8 +30,14 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from citegraph import __version__
 from citegraph.corpus import open_corpus
 from citegraph.errors import InputError
+from citegraph.graphs.registry import entry
+from citegraph.run.datasets import Item, check_question, parse_documents
+from citegraph.run.runner import answer_item
+from citegraph.state.base import default_verifier
+from citegraph.tools.verifier import get_verifier
 
 ModeName = Literal["bm25", "dense", "hybrid", "rrf"]
 
@@ -132,23 +138,15 @@ class Service:
         self._graphs: dict[str, Any] = {}
 
     def _graph(self, method: str):
-        from citegraph.graphs.registry import entry
-
         if method not in self._graphs:
             self._graphs[method] = entry(method).build()
         return self._graphs[method]
 
     def _documents(self, documents: list[DocIn] | None) -> list:
-        from citegraph.run.datasets import parse_documents
-
         return parse_documents([d.model_dump() for d in documents or []], "documents")
 
     def cite(self, text: str, documents: list[DocIn] | None = None, index: str = "", k: int | None = None,
              question: str = "", verifier: str = "") -> AnswerOut:
-        from citegraph.graphs.registry import entry
-        from citegraph.run.datasets import Item
-        from citegraph.run.runner import answer_item
-
         if bool(documents) == bool(index):
             raise InputError("give documents or an index (one of them) to attribute the text to")
         if not text.strip():
@@ -170,10 +168,6 @@ class Service:
 
     def ask(self, method: str, question: str, documents: list[DocIn] | None = None, index: str = "",
             knobs: dict[str, Any] | None = None, on_progress=None) -> AnswerOut:
-        from citegraph.graphs.registry import entry
-        from citegraph.run.datasets import Item, check_question
-        from citegraph.run.runner import answer_item
-
         e = entry(method)
         if e.answer_input:
             raise InputError(f"{method} attributes a given text: use the cite tool")
@@ -206,9 +200,6 @@ class Service:
         return answer_out(method, ans, usage, time.perf_counter() - t0)
 
     def verify(self, claim: str, evidence: str, verifier: str = "") -> VerifyOut:
-        from citegraph.state.base import default_verifier
-        from citegraph.tools.verifier import get_verifier
-
         if not claim.strip() or not evidence.strip():
             raise InputError("claim and evidence must both be non-empty")
         spec = verifier or self.verifier or default_verifier()
@@ -308,6 +299,4 @@ def build_server(service: Service | None = None):
 
 
 def _version() -> str:
-    import citegraph
-
-    return citegraph.__version__
+    return __version__

@@ -15,6 +15,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
+from citegraph import __version__
+from citegraph.tools.local_model import EMBEDDED
+from citegraph.tools.verifier import ASSET_DIR, checks, parse_judge_spec
+
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -52,7 +56,6 @@ def model_identity(spec: str | None) -> str | None:
     """A chat model spec with what pins it down: the sha256 prefix of an embedded GGUF."""
     if not spec:
         return None
-    from citegraph.tools.local_model import EMBEDDED
 
     if spec in EMBEDDED:
         return f"{spec} (sha256 {EMBEDDED[spec].sha256[:12]})"
@@ -93,19 +96,14 @@ def verifier_identity(spec: str | None) -> str | None:
     if not spec:
         return None
     if spec.endswith("+checks") and len(spec) > len("+checks"):  # the base's identity and the rules' version
-        from citegraph.tools.verifier import checks
 
         sha = _file_sha256(checks.__file__)
         return f"{verifier_identity(spec[: -len('+checks')])} +checks" + (f" (sha256 {sha[:12]})" if sha else "")
     if spec == "default":
-        from citegraph.tools.verifier import ASSET_DIR
-
         sha = _file_sha256(str(ASSET_DIR / "model.safetensors"))
         return f"default (sha256 {sha[:12]})" if sha else spec
     name, _, arg = spec.partition(":")
     if name == "llm-judge":
-        from citegraph.tools.verifier import parse_judge_spec
-
         chat, prompt = parse_judge_spec(arg)
         return f"llm-judge:{model_identity(chat)}" + ("" if prompt == "ours" else f" prompt {prompt}")
     return spec
@@ -113,8 +111,6 @@ def verifier_identity(spec: str | None) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def _static() -> dict[str, Any]:
-    from citegraph import __version__
-
     return {
         "citegraph": __version__,
         "git": git_revision(),

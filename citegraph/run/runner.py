@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from citegraph.errors import InputError, ModelError, ModelReplyError
 from citegraph.graphs.registry import GraphEntry, entry
+from citegraph.run import workqueue
 from citegraph.run.datasets import Item
 from citegraph.run.output import ResumableWriter, make_record  # noqa: F401 - the run's output file (run.output)
 from citegraph.run.provenance import endpoint_url, provenance
@@ -200,8 +201,6 @@ class _DatasetRun:
     def __init__(self, method_entry: GraphEntry, items: list[Item], output, context, *, concurrency: int,
                  overwrite: bool, progress, on_error, extra_args: dict | None, checkpoint: str | None,
                  workers_db: str | None, lease_s: float | None) -> None:
-        from citegraph.run import workqueue
-
         self.workqueue = workqueue
         method = method_entry.name
         if workers_db and overwrite:

@@ -19,6 +19,8 @@ from datetime import datetime
 from typing import Any
 
 from citegraph.errors import InputError
+from citegraph.graphs.registry import entry, state_types
+from citegraph.tools.checkpoints import open_checkpointer, redact
 
 
 @dataclass
@@ -57,10 +59,6 @@ class TraceStore:
     """A checkpoint store opened for reading and time travel."""
 
     def __init__(self, spec: str) -> None:
-        from citegraph.tools.checkpoints import open_checkpointer
-
-        from citegraph.graphs.registry import state_types
-
         self.spec = spec
         saver = open_checkpointer(spec)
         # citegraph's state types allowed by the store's serializer for every read, the raw listing too
@@ -68,8 +66,6 @@ class TraceStore:
         self._graphs: dict[str, Any] = {}
 
     def _graph(self, method: str):
-        from citegraph.graphs.registry import entry
-
         if method not in self._graphs:
             self._graphs[method] = entry(method).build(checkpointer=self.saver)
         return self._graphs[method]
@@ -160,6 +156,4 @@ def _cfg(thread_id: str) -> dict[str, Any]:
 
 
 def _redact(spec: str) -> str:
-    from citegraph.tools.checkpoints import redact
-
     return redact(spec)

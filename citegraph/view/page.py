@@ -33,11 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from citegraph import __version__
 from citegraph.errors import InputError
 from citegraph.eval.scoring import MISPLACED_EVIDENCE, _documents, misplaced_evidence, score_path, structured_answer
+from citegraph.graphs.registry import GRAPHS
+from citegraph.nodes.display import generic_view
 from citegraph.run.output import read_output_file
-from citegraph.metrics import alce_citation_job, alce_doc, run_jobs
+from citegraph.metrics import alce_citation_job, alce_doc, resolve_verifier, run_jobs
 from citegraph.run.provenance import code_label
+from citegraph.run.trace import TraceStore
 from citegraph.state.answer import AttributedAnswer, Document
 from citegraph.tools.citations import parse_answer
 from citegraph.tools.sentences import split_sentences
@@ -266,9 +270,6 @@ def trace_view(method: str, metadata: dict[str, Any]) -> dict[str, Any] | None:
     the method's own view (its registry entry's ``trace_view``, shaped as ``citegraph.nodes.display``
     says: a summary line and blocks), else the trace as a key/value table; ``None`` when there is
     nothing to show. The method is the trace's own ``method`` or the record's."""
-    from citegraph.graphs.registry import GRAPHS
-    from citegraph.nodes.display import generic_view
-
     trace = metadata.get("trace")
     name = (trace.get("method") if isinstance(trace, dict) else None) or method
     e = GRAPHS.get(str(name))
@@ -468,13 +469,9 @@ def build_page(paths: Sequence[str | Path], *, verifier: str | None = "default",
     read = [_read_file(i, Path(p)) for i, p in enumerate(paths)]  # every file is valid before any scoring
     v = None
     if verifier is not None:
-        from citegraph.metrics import resolve_verifier
-
         v = resolve_verifier(verifier)
     store = None
     if checkpoint:
-        from citegraph.run.trace import TraceStore
-
         store = TraceStore(checkpoint)
     files = []
     for fv, parsed in read:
@@ -502,8 +499,6 @@ def _fmt(v: Any) -> str:
 def render_page(page: Page, *, title: str | None = None) -> str:
     """The page as one self-contained HTML document (Jinja2, autoescaped)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
-
-    from citegraph import __version__
 
     env = Environment(loader=PackageLoader("citegraph.view", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
+from citegraph.corpus import open_corpus
 from citegraph.errors import InputError
 from citegraph.nodes.attribution import attribute_answer, stage_options
 from citegraph.nodes.retrieve import hit_document
@@ -21,8 +22,6 @@ from citegraph.tools.verifier import get_verifier
 
 def _retrieve_per_sentence(texts: list[str], ctx: CiteContext) -> tuple[list[Document], list[list[int]]]:
     """The top_k chunks of each sentence; the union (first seen first) is the document list."""
-    from citegraph.corpus import open_corpus
-
     corpus = open_corpus(ctx.corpus)
     docs: list[Document] = []
     where: dict[str, int] = {}

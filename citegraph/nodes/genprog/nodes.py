@@ -7,7 +7,7 @@ import re
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send, interrupt
 
-from citegraph.nodes.genprog.sources import prepare
+from citegraph.nodes.genprog.sources import prepare, split_documents
 from citegraph.prompts import genprog as P
 from citegraph.state import AttributedAnswer, CitedSentence, Evidence
 from citegraph.state.genprog import (
@@ -18,6 +18,7 @@ from citegraph.tools.progress import emit
 from citegraph.nodes.genprog.program import (
     LLM_MODULES, ParsedProgram, ProgramError, SentenceRef, cap_fusion, leaf_ids, parse_program, post_order,
 )
+from citegraph.tools.verifier import get_verifier
 
 
 # --------------------------------------------------------------------------- sources
@@ -164,8 +165,6 @@ def execute_tree(task: TreeTask, runtime: Runtime[GenProgContext]) -> dict:
     execs: list[ModuleExecution] = []
     verifier = None
     if ctx.refine:
-        from citegraph.tools.verifier import get_verifier
-
         verifier = get_verifier(ctx.verifier)
     n_modules = sum(not isinstance(node, SentenceRef) for _, node in post_order(root))
     for path, node in post_order(root):
@@ -249,7 +248,6 @@ def rates(execs: list[ModuleExecution]) -> tuple[float | None, float | None]:
 def attribute(state: GenProgState, runtime: Runtime[GenProgContext]) -> dict:
     """Each root's output is an answer sentence, cited by the documents of its leaf sentences."""
     # abstractive pre-steps keep the verbatim origins out of `sources`; recover them from the documents
-    from citegraph.nodes.genprog.sources import split_documents
 
     all_sources = split_documents(state.documents)
     known = {s.sid for s in state.sources}

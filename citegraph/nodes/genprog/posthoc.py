@@ -6,8 +6,9 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from citegraph.errors import InputError
 from citegraph.nodes.genprog.nodes import REVIEW_HINT, _resume_text, cite, fresh_run, plan_with_retries
-from citegraph.nodes.genprog.sources import prepare
+from citegraph.nodes.genprog.sources import prepare, split_documents
 from citegraph.prompts import genprog as P
 from citegraph.state import AttributedAnswer, CitedSentence
 from citegraph.state.genprog import GenProgPosthocContext, GenProgPosthocState, trace_summary
@@ -20,8 +21,6 @@ def prepare_posthoc(state: GenProgPosthocState, runtime: Runtime[GenProgPosthocC
     given = [s.strip() for s in state.answer_sentences if s and s.strip()]
     sents = given or [s.strip() for s in split_sentences(state.answer_text or "") if s.strip()]
     if not sents:
-        from citegraph.errors import InputError
-
         raise InputError("genprog-posthoc attributes an existing answer: the input has no answer_text "
                          "(citegraph ask: --answer TEXT or --answer-file FILE)")
     out = prepare(runtime.context, state.question, state.documents, extra_query=" ".join(sents))
@@ -95,8 +94,6 @@ def review_posthoc(state: GenProgPosthocState, runtime: Runtime[GenProgPosthocCo
 
 def attribute_posthoc(state: GenProgPosthocState, runtime: Runtime[GenProgPosthocContext]) -> dict:
     """The given sentences, each cited by the leaves of the program(s) that reconstruct it."""
-    from citegraph.nodes.genprog.sources import split_documents
-
     known = {s.sid for s in state.sources}
     pool = list(state.sources) + [s for s in split_documents(state.documents) if s.sid not in known]
     leaves: dict[int, list[str]] = {}

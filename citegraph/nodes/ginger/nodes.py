@@ -7,6 +7,8 @@ import re
 
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
+from citegraph.nodes.ginger.clustering import cluster_texts
+from citegraph.nodes.ginger.ranking import bm25_scores, get_duot5, pairwise_preferences, sym_sum
 from citegraph.prompts import ginger as P
 from citegraph.state import AttributedAnswer, CitedSentence, Evidence
 from citegraph.state.ginger import (
@@ -14,6 +16,8 @@ from citegraph.state.ginger import (
     RewriteTrace, Summary,
 )
 from citegraph.tools.models import chat_text, structured, yes_probability
+from citegraph.tools.sentences import split_sentences
+from citegraph.tools.verifier import get_verifier
 
 
 # --------------------------------------------------------------------------- prepare / fan-out
@@ -148,8 +152,6 @@ def detect(task: NuggetTask, runtime: Runtime[GingerContext]) -> dict:
 # --------------------------------------------------------------------------- clustering
 def cluster(state: GingerState, runtime: Runtime[GingerContext]) -> dict:
     """Facet clusters of the nuggets (BERTopic on our MiniLM embeddings, or LSA); noise is one cluster."""
-    from citegraph.nodes.ginger.clustering import cluster_texts
-
     ctx = runtime.context
     nuggets = ordered_nuggets(state.nuggets)
     texts = [n.text for n in nuggets]
@@ -157,7 +159,7 @@ def cluster(state: GingerState, runtime: Runtime[GingerContext]) -> dict:
         return {"nuggets": Overwrite(nuggets), "clusters": [], "clustering_note": "no nuggets"}
     emb = None
     if ctx.clustering == "bertopic" and len(texts) >= ctx.min_nuggets_to_cluster:
-        from citegraph.tools.embeddings import embed
+        from citegraph.tools.embeddings import embed  # deferred: it loads chromadb (0.4 s)
 
         emb = embed(texts)
     res = cluster_texts(texts, method=ctx.clustering, embeddings=emb, min_items=ctx.min_nuggets_to_cluster,
@@ -186,8 +188,6 @@ def cluster_text(c: Cluster, nuggets: list[Nugget]) -> str:
 def rank(state: GingerState, runtime: Runtime[GingerContext]) -> dict:
     """Order the clusters: pairwise preferences summed over all ordered pairs (llm / duot5), or
     pointwise bm25 / size. Ties go to the larger cluster, then the earlier one."""
-    from citegraph.nodes.ginger.ranking import bm25_scores, get_duot5, pairwise_preferences, sym_sum
-
     ctx = runtime.context
     clusters = list(state.clusters)
     if not clusters:
@@ -247,7 +247,6 @@ def verify_citations(sentence: str, candidates: list[int], documents, ctx: Ginge
         return [], {}, False
     if not ctx.prune_citations:
         return list(candidates), {}, True
-    from citegraph.tools.verifier import get_verifier
 
     v = get_verifier(ctx.verifier)
     probs = v.score([(documents[d - 1].as_premise(), sentence) for d in candidates])
@@ -342,8 +341,6 @@ def rewrite(state: GingerState, runtime: Runtime[GingerContext]) -> dict:
     ctx = runtime.context
     if not ctx.fluency_rewrite or not state.answer or not state.answer.sentences:
         return {}
-    from citegraph.tools.sentences import split_sentences
-    from citegraph.tools.verifier import get_verifier
 
     original = state.answer
     reply = chat_text(ctx.llm, P.rewrite_prompt(state.question, original.text), temperature=ctx.temperature,

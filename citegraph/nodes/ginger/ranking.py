@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Callable, Sequence
 
+from citegraph.errors import ModelError
+
 PairFn = Callable[[str, str], float]  # P(first is more relevant than second)
 
 
@@ -68,8 +70,6 @@ class DuoT5:
 
 def get_duot5(path: str) -> DuoT5:
     """The duoT5 at ``path`` (a local folder; nothing is downloaded), loaded once per process."""
-    from citegraph.errors import ModelError
-
     if not path:
         raise ModelError("ranker=duot5 needs duot5_model: the path of a local duoT5 checkpoint")
     with _duo_lock:

@@ -393,7 +393,7 @@ def cluster_chunks(
         # the embedding sees "title\ntext", what the corpus layer embeds by default
         titled = [f"{c.title}\n{c.text}" if getattr(c, "title", "") else c.text for c in chunks]
         if embed_fn is None:
-            from citegraph.tools.embeddings import embed
+            from citegraph.tools.embeddings import embed  # deferred: it loads chromadb (0.4 s)
 
             embeddings = embed(titled, settings.embedding)
         else:

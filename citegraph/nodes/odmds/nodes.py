@@ -19,9 +19,8 @@ from langgraph.types import Overwrite, Send
 from citegraph.corpus import open_corpus
 from citegraph.errors import InputError
 from citegraph.nodes.common import answer_from_text, constrained_reply
-from citegraph.prompts.odmds import (
-    ReflectReply, TopicReply, grounding, refine_prompt, reflect_prompt, summary_prompt, topic_prompt,
-)
+from citegraph.prompts.odmds import (TOPIC_SYSTEM, ReflectReply, TopicReply, grounding, refine_prompt,
+                                     reflect_prompt, summary_prompt, topic_prompt)
 from citegraph.state.odmds import (
     Candidate, ChunkNote, ChunkTask, ClusterTask, ClusterTopic, OdmdsContext, OdmdsState, Routing,
 )
@@ -148,7 +147,6 @@ def fan_out_topics(state: OdmdsState, runtime: Runtime[OdmdsContext]) -> list[Se
 def cluster_topic(task: ClusterTask, runtime: Runtime[OdmdsContext]) -> dict:
     """Fig. 9: a topic for the cluster and its 1-10 relevance to the question (JSON)."""
     ctx = runtime.context
-    from citegraph.prompts.odmds import TOPIC_SYSTEM
 
     prompt = topic_prompt(task.question, task.cluster, task.chunks, ctx.topic_chunk_words)
     reply, problems = structured(ctx.llm, prompt, TopicReply, system=TOPIC_SYSTEM, temperature=ctx.temperature,

@@ -15,6 +15,7 @@ from typing import Literal
 
 from langgraph.runtime import Runtime
 
+from citegraph.metrics import raac_citation_f1
 from citegraph.state import AttributedAnswer
 from citegraph.nodes.raac.citation_agent import raac_verifier
 from citegraph.state.raac import CalibrationRecord, RaacContext, RaacState, trace_summary
@@ -23,8 +24,6 @@ from citegraph.tools.progress import emit
 
 def citation_f1(answer: AttributedAnswer, verifier: str):
     """RAAC's citation F1 from the evaluator (indirection so tests can substitute it)."""
-    from citegraph.metrics import raac_citation_f1
-
     return raac_citation_f1(answer, verifier)
 
 

@@ -101,7 +101,7 @@ def skip_citation_agent(state: RaacState, runtime: Runtime[RaacContext]) -> dict
 # --------------------------------------------------------------------------- Discovery
 def _embed(texts: list[str], spec: str):
     """Indirection for tests; L2-normalised rows from the packaged MiniLM."""
-    from citegraph.tools.embeddings import embed
+    from citegraph.tools.embeddings import embed  # deferred: it loads chromadb (0.4 s)
 
     return embed(texts, spec=spec)
 

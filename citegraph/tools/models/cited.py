@@ -12,6 +12,9 @@ from typing import Any, NamedTuple
 from langchain_core.messages import BaseMessage
 
 from citegraph.errors import ModelReplyError
+from citegraph.prompts import cited as note
+from citegraph.state.answer import CitedSentence
+from citegraph.tools.citations import parse_cited_text
 from citegraph.tools.models.base import LocalChatModel, Messages, as_messages
 from citegraph.tools.models.calls import chat_reply
 from citegraph.tools.models.registry import get_chat_model
@@ -142,8 +145,6 @@ def sentences_from_json(data: Any, n_docs: int, max_citations: int | None = None
     """``[CitedSentence]`` from a ``{"sentences": [{"sentence", "citations"}]}`` reply (or a bare
     list; ``text``/``cites`` spellings, citations as numbers or ``"[2]"`` strings). Raises
     ValueError when the shape holds no sentence at all."""
-    from citegraph.state.answer import CitedSentence
-
     items = data.get("sentences", data.get("answer")) if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise ValueError("no list of sentences in the JSON reply")
@@ -173,9 +174,6 @@ def sentences_from_text(text: str, n_docs: int, *, truncated: bool = False, requ
     """``[CitedSentence]`` from ``[n]``-cited text (the project's citation parser: out-of-range ids
     dropped, with a note). With ``require_citation`` (a grammar reply) a last sentence left without
     its marker because the reply was cut at max_tokens is dropped, noted."""
-    from citegraph.state.answer import CitedSentence
-    from citegraph.tools.citations import parse_cited_text
-
     parsed = parse_cited_text(text, n_docs=n_docs)
     notes = list(parsed.warnings)
     out = [CitedSentence(text=s.text, citations=s.citations) for s in parsed.sentences if s.text.strip()]
@@ -214,8 +212,6 @@ def cited_sentences(
     ``format_note`` appends the format to the prompt (the last user turn). kwargs: temperature,
     max_tokens, system. Never a citation outside 1..n_docs; with no document it is a plain reply.
     """
-    from citegraph.prompts import cited as note
-
     system = kwargs.pop("system", None)
     msgs = as_messages(prompt, system)
     if n_docs < 1:

@@ -15,6 +15,7 @@ from citegraph.settings import setting
 from citegraph.tools.models.base import Messages, _lse, as_messages
 from citegraph.tools.models.calls import _invoke
 from citegraph.tools.models.registry import get_chat_model
+from citegraph.tools.usage import record_llm_call
 
 
 _JUDGE_METHODS = ("yes_probability", "yes_no_log_odds")
@@ -33,8 +34,6 @@ def _in_process_judgement(model: Any, msgs: list[BaseMessage], method: str) -> f
     one LLM call, since no LangChain callback sees it; ``None`` for a model behind an endpoint (an
     OpenAI-compatible server, the managed llama-server: its call goes through LangChain, whose
     callbacks count it)."""
-    from citegraph.tools.usage import record_llm_call
-
     counted = getattr(model, f"{method}_counted", None)
     if counted is not None:
         value, n_tokens, cached = counted(msgs)  # cached: prompt tokens taken from the KV cache

@@ -11,10 +11,11 @@ from typing import Callable, NamedTuple
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from citegraph.errors import ModelError
+from citegraph.errors import InputError, ModelError
 from citegraph.settings import setting
 from citegraph.state.models import held
 from citegraph.tools import failures
+from citegraph.tools.local_model import embedded_model_path
 from citegraph.tools.models import llamacpp
 from citegraph.tools.models.llamacpp import LlamaCppChat
 from citegraph.tools.models.server import DEFAULT_SLOTS, LlamaServerChat
@@ -109,8 +110,6 @@ def check_chat_spec(spec: str, where: str = "llm") -> str:
     """``spec`` when it names a chat model this process can resolve, without loading anything; else
     one-line ``InputError`` naming ``where`` (a graph checks its Context's specs before its first node,
     so a typo fails before any model work)."""
-    from citegraph.errors import InputError
-
     spec = (spec or "local").strip()
     with _registry_lock:
         if spec in _registry:
@@ -132,8 +131,6 @@ def check_chat_spec(spec: str, where: str = "llm") -> str:
 def _build(spec: str) -> BaseChatModel:
     parsed = parse_chat_spec(spec)
     if parsed.kind == "embedded":
-        from citegraph.tools.local_model import embedded_model_path
-
         return LlamaCppChat(model_path=str(embedded_model_path(parsed.arg)))
     if parsed.kind == "llamacpp":
         return LlamaCppChat(model_path=os.path.expanduser(parsed.arg))
@@ -174,8 +171,6 @@ def _init_chat_model(arg: str) -> BaseChatModel:
 def _gguf_path(name: str) -> str:
     """A GGUF path from ``local``/``local-small`` (the embedded models) or a file path."""
     if name in ("local", "local-small"):
-        from citegraph.tools.local_model import embedded_model_path
-
         return str(embedded_model_path(name))
     if not name:
         raise ModelError("server spec needs a model: server:local, server:local-small or server:/path.gguf")

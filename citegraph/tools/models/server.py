@@ -40,6 +40,7 @@ from pydantic import PrivateAttr
 
 from citegraph.errors import ModelError, ModelReplyError
 from citegraph.settings import setting
+from citegraph.tools import failures
 from citegraph.tools.models.base import LocalChatModel
 
 #: the slots a server gets when nothing says otherwise (``$CITEGRAPH_SERVER_SLOTS``). One: on the
@@ -293,7 +294,6 @@ class LlamaServerChat(LocalChatModel):
         import httpx
 
         server = self.server.ensure_started()
-        from citegraph.tools import failures
 
         try:
             if stream:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
+from citegraph.tools.sentences import split_sentences
 from citegraph.tools.verifier.base import Pair, Verifier
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]|\d+(?:[.,]\d+)*|[.,;:!?()]")
@@ -177,8 +178,6 @@ def _is_content(w: str) -> bool:
 
 
 def _sentences(text: str) -> list[str]:
-    from citegraph.tools.sentences import split_sentences
-
     return [s for s in split_sentences(text) if s.strip()] or [text]
 
 

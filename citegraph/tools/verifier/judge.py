@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from citegraph.prompts.judge import JUDGE_PROMPT, JUDGE_PROMPTS
+from citegraph.state.base import default_judge
+from citegraph.tools.models import judge_many, judge_workers, yes_probability
 from citegraph.tools.progress import emit
 from citegraph.tools.verifier.base import Pair, Verifier
 
@@ -15,8 +17,6 @@ def parse_judge_spec(arg: str) -> tuple[str, str]:
     The prompt name is the last colon segment when it names a judge prompt; the chat spec defaults
     to ``$CITEGRAPH_JUDGE`` (else ``$CITEGRAPH_LLM``, else ``local``): ``"openai:gpt-4o:table16"`` →
     ``("openai:gpt-4o", "table16")``, ``"table16"`` → ``("local", "table16")``, ``"local"`` → ``("local", "ours")``."""
-    from citegraph.state.base import default_judge
-
     head, sep, last = arg.rpartition(":")
     if last in JUDGE_PROMPTS:
         return (head if sep else "") or default_judge(), last
@@ -45,8 +45,6 @@ class LLMJudgeVerifier(Verifier):
     def _yes(self, prompt: str) -> float:
         fn = self._yes_probability
         if fn is None:
-            from citegraph.tools.models import yes_probability  # lead engineer's module
-
             fn = self._yes_probability = yes_probability
         return float(fn(self.chat_spec, prompt))
 
@@ -65,8 +63,6 @@ class LLMJudgeVerifier(Verifier):
         order = sorted(range(len(pairs)), key=lambda i: pairs[i][0])
         width = 1
         if self._yes_probability is None:
-            from citegraph.tools.models import judge_workers
-
             width = judge_workers(self.chat_spec)
         for g in range(0, len(order), width):
             group = order[g: g + width]
@@ -74,8 +70,6 @@ class LLMJudgeVerifier(Verifier):
             if width == 1:
                 scores = [self._yes(q) for _, q in asks]
             else:
-                from citegraph.tools.models import judge_many
-
                 scores = judge_many(self.chat_spec, [q for _, q in asks], workers=width)
             best: dict[int, float] = {}
             for (i, _), v in zip(asks, scores):  # the maximum over a premise's windows

@@ -10,7 +10,10 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
+from citegraph.errors import InputError
+from citegraph.tools.models import check_chat_spec
 from citegraph.tools.verifier.base import Pair, Verifier
+from citegraph.tools.verifier.checks import CheckedVerifier
 from citegraph.tools.verifier.hf import HFClassifierVerifier, HFSeq2SeqVerifier, _load_error
 from citegraph.tools.verifier.judge import LLMJudgeVerifier, parse_judge_spec
 from citegraph.prompts.judge import JUDGE_PROMPTS
@@ -94,7 +97,6 @@ CHECKS_SUFFIX = "+checks"
 def _build(spec: str, kw: dict[str, Any]) -> Verifier:
     if spec.endswith(CHECKS_SUFFIX) and len(spec) > len(CHECKS_SUFFIX):
         # structural checks over another verifier (citegraph.tools.verifier.checks); knobs go to the base
-        from citegraph.tools.verifier.checks import CheckedVerifier
 
         return CheckedVerifier(get_verifier(spec[: -len(CHECKS_SUFFIX)], **kw))
     name, _, arg = spec.partition(":")
@@ -120,9 +122,6 @@ def check_verifier_spec(spec: str, where: str = "verifier") -> str:
     """``spec`` when it names a verifier :func:`get_verifier` can build (a registered name, ``default``,
     ``hf-classifier:<x>``, ``hf-seq2seq:<x>``, ``llm-judge[...]`` with a valid chat spec), without
     loading it; else a one-line ``InputError`` naming ``where``."""
-    from citegraph.errors import InputError
-    from citegraph.tools.models import check_chat_spec
-
     spec = (spec or "default").strip()
     with _FACTORY_LOCK:
         if spec in _REGISTRY:
