@@ -168,7 +168,7 @@ def assign_nuggets(query: str, answer: str, nuggets: Sequence[str], judge: str =
                    mode: str = "list", p_yes: list | None = None) -> tuple[list[str], list[str]]:
     """support / partial_support / not_support of each nugget in ``answer`` (pass it without citations).
     ``list``: the protocol's labelled lists in windows of ``window``; ``yesno``: our per-nugget Yes/No
-    variant for small judges, which copy the label order of a list prompt (measured: docs/results.md); its
+    variant for small judges, which copy the label order of a list prompt (measured: docs/results/README.md); its
     P(Yes) per nugget ([full] or [full, partial]) are appended to ``p_yes`` when given."""
     if mode not in ASSIGN_MODES:
         raise InputError(f"unknown assignment mode {mode!r}; use one of {', '.join(ASSIGN_MODES)}")

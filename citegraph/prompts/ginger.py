@@ -4,7 +4,7 @@ The paper (Łajewska & Balog, 2025) prints none of its prompts; it describes the
 an online appendix. What it says, and what we follow:
 - detection: the LLM copies the passage and puts the nuggets between tags, changing nothing else
   (``tagged_prompt``); ``json_prompt`` asks for the same spans as a JSON list instead (our choice for small
-  models, measured: docs/results.md);
+  models, measured: docs/results/README.md);
 - ranking: duoT5 on clusters joined as passages; our LLM judge asks duoT5's question (is passage A more
   relevant to the query than passage B?) as a Yes/No question;
 - summary: one sentence per cluster with a word limit in the prompt, short, concise, only the given

@@ -46,7 +46,7 @@ from citegraph.tools.models.base import LocalChatModel
 #: the slots a server gets when nothing says otherwise (``$CITEGRAPH_SERVER_SLOTS``). One: on the
 #: 2-core CPUs measured here, sequences decoded together share the same compute (decode is
 #: compute-bound there, not memory-bound), so several slots only add contention; where cores or a GPU
-#: leave decode memory-bound, more slots pay (docs/results.md#speed)
+#: leave decode memory-bound, more slots pay (docs/results/speed.md#speed)
 DEFAULT_SLOTS = 1
 #: tokens of the reply so far that must recur in the prompt before n-gram drafting proposes what followed
 NGRAM_N = 6
