@@ -177,3 +177,27 @@ def test_graph_shapes_are_what_contributing_says(name):
         assert not shared_retrieve and len(first) == 1, name
     else:
         assert first == {"retrieve"} and shared_retrieve, name
+
+
+def test_the_package_stands_on_langgraphs_public_ground():
+    """No class swap of a compiled graph, no subclass of LangGraph's compiled graph, no import of the API
+    server's modules (``langgraph_api``: its internals change without notice); the app langgraph.json
+    mounts imports only Starlette. Read from the source, so a new module is covered too."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "citegraph"
+    found = []
+    for f in sorted(root.rglob("*.py")):
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "__class__" for t in node.targets):
+                found.append(f"{f.name}:{node.lineno}: __class__ assigned")
+            mods = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            found += [f"{f.name}:{node.lineno}: imports {m}" for m in mods if m.split(".")[0] == "langgraph_api"]
+            if isinstance(node, ast.ClassDef):
+                bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases}
+                found += [f"{f.name}:{node.lineno}: subclasses {b}" for b in bases & {"CompiledStateGraph", "Pregel"}]
+    assert found == []
+    assert type(build_graph("vanilla")) is CompiledStateGraph
