@@ -26,7 +26,7 @@ def figure(method: str) -> str:
     from citegraph.graphs.registry import build_graph
 
     mermaid = build_graph(method).get_graph().draw_mermaid().strip()
-    return f"<!-- graph:{method} -->\n`{method}`, drawn from the compiled graph (dashed: a routed edge):\n\n```mermaid\n{mermaid}\n```\n<!-- /graph -->"
+    return f"<!-- graph:{method} -->\n`{method}`, drawn from the compiled graph (dashed: a routed edge; `citegraph graphs {method} --mermaid` prints it):\n\n```mermaid\n{mermaid}\n```\n<!-- /graph -->"
 
 
 def render(text: str, methods: list[str]) -> str:

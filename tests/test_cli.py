@@ -163,6 +163,17 @@ def test_ask_prints_sentences_citations_and_uncited(tmp_path, scripted, capsys):
     assert "Cited documents" in out and "[4] Champ de Mars" in out
 
 
+def test_graphs_draws_a_method_as_its_compiled_graph(capsys):
+    from citegraph.graphs.registry import build_graph
+
+    assert main(["graphs", "squai", "--mermaid"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out == build_graph("squai").get_graph().draw_mermaid().strip()
+    assert "decompose" in out and "attribution" in out and out.startswith("---")
+    assert main(["graphs", "--mermaid"]) == 2
+    assert "--mermaid draws one method" in capsys.readouterr().err
+
+
 def test_graphs_lists_knobs_with_their_valid_values(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")  # one table row per line
     assert main(["graphs", "--knobs"]) == 0

@@ -1,7 +1,9 @@
-"""``citegraph graphs [METHOD] [--knobs]``: the methods (one line each), one method in full, or every knob."""
+"""``citegraph graphs [METHOD] [--knobs] [--mermaid]``: the methods (one line each), one method in full, every
+knob, or one method's graph as Mermaid."""
 
 from __future__ import annotations
 
+from citegraph.errors import InputError
 from citegraph.graphs.presets import PRESETS
 from citegraph.graphs.registry import GRAPHS, GraphEntry, entry, names
 
@@ -65,6 +67,11 @@ def cmd_graphs(args) -> int:
     from rich.markup import escape
     from rich.table import Table
 
+    if args.mermaid:  # plain text, for a Markdown page or mermaid.live
+        if not args.method:
+            raise InputError("--mermaid draws one method: citegraph graphs METHOD --mermaid")
+        print(entry(args.method).build().get_graph().draw_mermaid().strip())
+        return 0
     console = _console()
     if args.method:
         e = entry(args.method)
@@ -101,4 +108,6 @@ def register(sub) -> None:
     p = sub.add_parser("graphs", help="list the methods; one method's inputs and Context knobs; every knob (--knobs)")
     p.add_argument("method", nargs="?", choices=names(), default=None, help="show this method: purpose, inputs, knobs, presets")
     p.add_argument("--knobs", action="store_true", help="every method's Context knobs and the presets")
+    p.add_argument("--mermaid", action="store_true",
+                   help="print METHOD's graph as Mermaid, drawn from the compiled graph (as its docs page shows it)")
     p.set_defaults(func=cmd_graphs)
