@@ -38,7 +38,7 @@ EPILOG = """\
 examples:
   citegraph graphs                                              the methods, one line each
   citegraph graphs raac                                         one method's inputs, knobs and presets
-  citegraph graphs raac --mermaid                               its graph as Mermaid, drawn from the code
+  citegraph graphs vanilla --mermaid                            its graph as Mermaid, drawn from the code
   citegraph ask vanilla --example                               the bundled question and documents
   citegraph ask vanilla -q "When was it built?" --docs docs.jsonl --set attribution=repair
   citegraph cite --text answer.txt --docs docs.jsonl            check a given text's citations (no LLM)
