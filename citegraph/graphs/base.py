@@ -123,7 +123,8 @@ def effective_context(cls: Any, context: Any) -> Any:
 
 def check_run(cls: Any, input: Any, context: Any) -> None:
     """What every entry point (Python ``invoke``/``stream``, the CLI, the SDK and Studio through the API
-    server) checks before the first node runs, each failure one ``InputError`` line: the model and
+    server) checks, in the graph's entry nodes before their work (``as_tool`` when it makes the tool),
+    each failure one ``InputError`` line: the model and
     verifier specs resolve (nothing is loaded), and a new input has a question or something to answer
     from (documents, or a corpus to retrieve them)."""
     ctx = effective_context(cls, context)
