@@ -43,7 +43,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send
 
 from citegraph.errors import InputError, ModelError, NodeError
-from citegraph.state.base import unknown_settings
+from citegraph.state.base import knob_names, unknown_settings
 from citegraph.tools import tracing
 from citegraph.tools.models import check_chat_spec
 from citegraph.tools.verifier import check_verifier_spec
@@ -67,7 +67,7 @@ def context_from_record(cls: Any, record: Any) -> Any:
     if not isinstance(cls, type) or not dataclasses.is_dataclass(cls) or not isinstance(record, Mapping) \
             or record.get("context") != cls.__qualname__:
         return None
-    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    names = knob_names(cls)
     try:
         return cls(**{k: v for k, v in (record.get("values") or {}).items() if k in names})
     except (InputError, TypeError, ValueError) as e:
@@ -85,7 +85,7 @@ def adopt_context(cls: type, foreign: Any) -> Any:
     :data:`ADOPTED_KNOBS` that a foreign Context carries (an attribute or a key of that name holding a
     non-empty string): a method run as a subgraph of an app whose Context has ``llm`` uses the app's
     model. Every other knob keeps the method's default."""
-    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    names = knob_names(cls)
     take: dict[str, Any] = {}
     for key in ADOPTED_KNOBS:
         val = foreign.get(key) if isinstance(foreign, Mapping) else getattr(foreign, key, None)
@@ -100,7 +100,7 @@ def coerce_context(cls: Any, context: Any, graph: str = "") -> Any:
     a bad value one from the Context's own checks. Anything else is returned as it is."""
     if not isinstance(context, Mapping) or not context or not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
         return context
-    known = {f.name for f in dataclasses.fields(cls) if f.init}
+    known = knob_names(cls)
     bad = sorted(set(context) - known)
     if bad:
         raise InputError(unknown_settings(graph or cls.__name__, bad, known))
@@ -228,7 +228,7 @@ class _Seam:
 
     def check(self, ctx: Any, state: Any) -> None:
         """A top-level run's checks, at its entry nodes (see the module's docstring)."""
-        known = {f.name for f in dataclasses.fields(self.context_cls) if f.init}
+        known = knob_names(self.context_cls)
         bad = sorted(set(_sent_context_keys()) - known)
         if bad:
             raise InputError(unknown_settings(self.name, bad, known))
@@ -312,7 +312,7 @@ class MethodGraph(StateGraph):
 
     def _seam(self) -> _Seam:
         if getattr(self, "_citegraph_seam", None) is None:
-            self._citegraph_seam = _Seam(self.context_schema if isinstance(self.context_schema, type) else None)
+            self._citegraph_seam = _Seam(self.context_schema)
         return self._citegraph_seam
 
     def add_node(self, node: Any, action: Any = None, **kwargs: Any):  # type: ignore[override]

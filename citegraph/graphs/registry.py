@@ -7,7 +7,7 @@ run into the method. A command resolves the entry once
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
 
@@ -19,7 +19,7 @@ from citegraph.nodes.genprog import display as genprog_display
 from citegraph.nodes.raac import display as raac_display
 from citegraph.nodes.squai import display as squai_display
 from citegraph.state.alce_baselines import RerankContext, SnippetContext, SummContext
-from citegraph.state.base import unknown_settings
+from citegraph.state.base import knob_names, unknown_settings
 from citegraph.state.cite import CiteContext
 from citegraph.state.genprog import GenProgContext, GenProgPosthocContext
 from citegraph.state.ginger import GingerContext
@@ -49,7 +49,7 @@ class GraphEntry:
         return self.context
 
     def knob_names(self) -> set[str]:
-        return {f.name for f in fields(self.context) if f.init}
+        return knob_names(self.context)
 
     def make_context(self, **overrides: Any) -> Any:
         """The method's Context with overrides; unknown keys are rejected with a clear error."""

@@ -129,7 +129,7 @@ def as_tool(method: Any, *, corpus: str = "", name: str | None = None, descripti
     else:  # a compiled citegraph graph
         graph, summary = method, None
         ctx = coerce_context(graph.context_schema, context, graph.name) if context else None
-    check_run(graph.context_schema if ctx is None else type(ctx), None, ctx)  # model and verifier specs, now rather than at the first call
+    check_run(graph.context_schema, None, ctx)  # model and verifier specs, now rather than at the first call
     if corpus:
         open_corpus(corpus)  # a missing index fails here, not at the agent's first call
     return make_tool(graph, ctx, name=name, description=description, summary=summary)

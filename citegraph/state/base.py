@@ -216,6 +216,11 @@ def _input_error(cls: type, exc: ValidationError) -> Exception:
     return InputError(f"{cls.__name__}.{name} {problem}, got {got}")
 
 
+def knob_names(cls: type) -> set[str]:
+    """The knobs a Context class takes (its dataclass fields set by ``__init__``)."""
+    return {f.name for f in fields(cls) if f.init}
+
+
 def unknown_settings(owner: str, bad: list[str], known: set[str]) -> str:
     """The one line for knobs a Context does not have: ``unknown setting(s) for vanilla: x; known: ...``."""
     return f"unknown setting(s) for {owner}: {', '.join(map(str, bad))}; known: {', '.join(sorted(known))}"
@@ -228,7 +233,7 @@ class BaseContext:
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         # LangGraph builds a Context sent as a dict (the SDK, Studio, invoke(context={...})) as
         # cls(**that dict): a key that is not a knob is refused here, in one line naming it
-        known = {f.name for f in fields(cls) if f.init}
+        known = knob_names(cls)
         bad = sorted(set(kwargs) - known)
         if bad:
             raise InputError(unknown_settings(cls.__name__, bad, known))

@@ -248,7 +248,6 @@ def rates(execs: list[ModuleExecution]) -> tuple[float | None, float | None]:
 def attribute(state: GenProgState, runtime: Runtime[GenProgContext]) -> dict:
     """Each root's output is an answer sentence, cited by the documents of its leaf sentences."""
     # abstractive pre-steps keep the verbatim origins out of `sources`; recover them from the documents
-
     all_sources = split_documents(state.documents)
     known = {s.sid for s in state.sources}
     pool = list(state.sources) + [s for s in all_sources if s.sid not in known]

@@ -97,7 +97,6 @@ CHECKS_SUFFIX = "+checks"
 def _build(spec: str, kw: dict[str, Any]) -> Verifier:
     if spec.endswith(CHECKS_SUFFIX) and len(spec) > len(CHECKS_SUFFIX):
         # structural checks over another verifier (citegraph.tools.verifier.checks); knobs go to the base
-
         return CheckedVerifier(get_verifier(spec[: -len(CHECKS_SUFFIX)], **kw))
     name, _, arg = spec.partition(":")
     if spec == "default":
