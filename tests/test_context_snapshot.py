@@ -13,7 +13,6 @@ import json
 import math
 import os
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 SNAPSHOT = Path(__file__).with_name("context_snapshot.json")
@@ -43,6 +42,7 @@ def _outcome(cls, name: str, value) -> str:
 
 def snapshot() -> dict:
     from citegraph.graphs import registry
+    from citegraph.state.base import knob_choices, knob_info
 
     saved = {k: os.environ.pop(k) for k in ENV if k in os.environ}
     try:
@@ -50,7 +50,7 @@ def snapshot() -> dict:
         # the class name written as {cls}), so knobs that behave alike are stored once
         out: dict = {"schemas": {}, "describe": {}, "values": {}, "tables": []}
         classes = [registry.context_class(n) for n in registry.names()]
-        choices = sorted({c for cls in classes for f in fields(cls) for c in f.metadata.get("choices", ())})
+        choices = sorted({c for cls in classes for info in knob_info(cls).values() for c in knob_choices(info)})
         probes = _probes()
         for name in registry.names():
             cls = registry.context_class(name)
@@ -60,12 +60,12 @@ def snapshot() -> dict:
             if key in out["values"]:
                 continue
             out["values"][key] = {}
-            for f in fields(cls):
-                tried = probes + (choices if f.metadata.get("choices") else [])
-                table = {_label(p): _outcome(cls, f.name, p).replace(cls.__name__ + ".", "{cls}.") for p in tried}
+            for name, info in knob_info(cls).items():
+                tried = probes + (choices if knob_choices(info) else [])
+                table = {_label(p): _outcome(cls, name, p).replace(cls.__name__ + ".", "{cls}.") for p in tried}
                 if table not in out["tables"]:
                     out["tables"].append(table)
-                out["values"][key][f.name] = out["tables"].index(table)
+                out["values"][key][name] = out["tables"].index(table)
         return out
     finally:
         os.environ.update(saved)

@@ -250,15 +250,14 @@ def test_corpus_modules_import_no_loop():
 
 def test_retrieval_modes_are_defined_once():
     from citegraph.corpus import MODES
-    from citegraph.state.base import RETRIEVAL_MODES
+    from citegraph.state.base import RETRIEVAL_MODES, knob_choices, knob_info
     from citegraph.state.odmds import OdmdsContext
     from citegraph.state.squai import RagContext, SquaiContext
     from citegraph.state.vanilla import VanillaContext
 
     assert MODES is RETRIEVAL_MODES
     for ctx in (VanillaContext, SquaiContext, RagContext, OdmdsContext):
-        f = {f.name: f for f in __import__("dataclasses").fields(ctx)}["retrieval_mode"]
-        assert f.metadata["choices"] == RETRIEVAL_MODES, ctx
+        assert knob_choices(knob_info(ctx)["retrieval_mode"]) == RETRIEVAL_MODES, ctx
 
 
 # ------------------------------------------------------------------------------------- LangChain

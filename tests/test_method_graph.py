@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -25,10 +24,10 @@ from pydantic import BaseModel
 from citegraph.errors import InputError, NodeError
 from citegraph.graphs.base import MethodGraph
 from citegraph.graphs.registry import build_graph, names
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, context_dataclass, knob
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class Ctx(BaseContext):
     step: int = knob(1, "How much each run adds.", ge=1)
 
@@ -201,3 +200,23 @@ def test_the_package_stands_on_langgraphs_public_ground():
                 found += [f"{f.name}:{node.lineno}: subclasses {b}" for b in bases & {"CompiledStateGraph", "Pregel"}]
     assert found == []
     assert type(build_graph("vanilla")) is CompiledStateGraph
+
+
+def test_contexts_are_pydantic_dataclasses_and_a_plain_dataclass_context_is_refused_by_name():
+    """Every registered Context is a pydantic dataclass (so LangGraph's schema, Studio's form and our
+    checks read one declaration); a Context written with the standard library's @dataclass would keep
+    pydantic FieldInfo objects as its defaults, so the graph refuses it when it is built."""
+    import dataclasses
+
+    from pydantic.dataclasses import is_pydantic_dataclass
+
+    from citegraph.graphs.registry import context_class
+
+    assert all(is_pydantic_dataclass(context_class(n)) for n in names())
+
+    @dataclasses.dataclass(kw_only=True)
+    class PlainCtx(BaseContext):
+        step: int = knob(1, "How much each run adds.", ge=1)
+
+    with pytest.raises(TypeError, match=r"^PlainCtx derives from BaseContext: decorate it with @context_dataclass"):
+        MethodGraph(S, context_schema=PlainCtx).add_node("add", lambda state: {})

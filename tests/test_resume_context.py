@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import operator
 import uuid
-from dataclasses import dataclass
 from typing import Annotated
 
 import pytest
@@ -18,7 +17,7 @@ from pydantic import Field
 from citegraph.graphs.base import MethodGraph, context_record
 from citegraph.graphs.registry import build_graph, make_context, names
 from citegraph.state import Document
-from citegraph.state.base import BaseContext, RunContextState, RunRecord, knob
+from citegraph.state.base import BaseContext, RunContextState, RunRecord, context_dataclass, knob
 from citegraph.state.genprog import GenProgContext
 from citegraph.testing import ScriptedChatModel
 from citegraph.tools.models import registry
@@ -98,7 +97,7 @@ def test_the_record_is_in_every_state_and_in_no_input_or_output_schema():
     assert context_record(make_context("raac", llm="x", k=2))["values"]["k"] == 2
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class TwoCtx(BaseContext):
     tag: str = knob("default-tag", "A tag the nodes write.")
 

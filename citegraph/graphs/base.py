@@ -41,9 +41,10 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send
+from pydantic.dataclasses import is_pydantic_dataclass
 
 from citegraph.errors import InputError, ModelError, NodeError
-from citegraph.state.base import knob_names, unknown_settings
+from citegraph.state.base import BaseContext, knob_names, unknown_settings
 from citegraph.tools import tracing
 from citegraph.tools.models import check_chat_spec
 from citegraph.tools.verifier import check_verifier_spec
@@ -206,6 +207,10 @@ class _Seam:
     (known when it compiles) and its name (for one-line errors)."""
 
     def __init__(self, context_cls: type | None) -> None:
+        if isinstance(context_cls, type) and issubclass(context_cls, BaseContext) \
+                and not is_pydantic_dataclass(context_cls):
+            raise TypeError(f"{context_cls.__name__} derives from BaseContext: decorate it with "
+                            "@context_dataclass (citegraph.state.base), not @dataclass")
         ok = isinstance(context_cls, type) and dataclasses.is_dataclass(context_cls)
         self.context_cls = context_cls if ok else None
         self.entries: frozenset[str] = frozenset()

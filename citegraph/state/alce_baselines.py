@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
 from citegraph.state.vanilla import VanillaContext, VanillaState
-from citegraph.state.base import knob, RunRecord
+from citegraph.state.base import RunRecord, context_dataclass, knob
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class SummContext(VanillaContext):
     """Knobs of SUMM: one query-focused summary per document, then ALCE's answer prompt."""
 
@@ -21,7 +20,7 @@ class SummContext(VanillaContext):
     note_doc_words: int = knob(0, "Truncate each document to this many words in the per-document prompt (0 = no limit).")
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class SnippetContext(VanillaContext):
     """Knobs of SNIPPET: one extracted span per document, then ALCE's answer prompt."""
 
@@ -29,7 +28,7 @@ class SnippetContext(VanillaContext):
     note_doc_words: int = knob(0, "Truncate each document to this many words in the per-document prompt (0 = no limit).")
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class RerankContext(VanillaContext):
     """Knobs of RERANK: sample several VANILLA answers, keep the best by ALCE citation recall."""
 

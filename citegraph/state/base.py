@@ -2,8 +2,8 @@
 
 Every graph's input is :class:`InputState` (a question and its documents) and its output is
 :class:`OutputState` (one :class:`~citegraph.state.answer.AttributedAnswer`). Knobs live in a
-Context dataclass per graph, derived from :class:`BaseContext`; each field carries a description
-that LangGraph Studio shows.
+Context per graph: a pydantic dataclass (:func:`context_dataclass`) derived from :class:`BaseContext`,
+each field a :func:`knob` with the description LangGraph Studio shows.
 """
 
 from __future__ import annotations
@@ -11,16 +11,22 @@ from __future__ import annotations
 import functools
 import json
 import os
-from dataclasses import MISSING, dataclass, field, fields
-from typing import Annotated, Any, Callable, ClassVar, Literal, get_type_hints
+from dataclasses import fields
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, get_origin
 
+import annotated_types
 from langchain_core.language_models.chat_models import BaseChatModel
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+from pydantic.fields import FieldInfo
+from pydantic_core import ArgsKwargs
 
 from citegraph.errors import InputError
 from citegraph.settings import PREFIX, setting
 from citegraph.state.answer import AttributedAnswer, Document
 from citegraph.state.models import hold
+
+T = TypeVar("T")
 
 
 #: environment variables that set the default model specs of every Context (read when a Context is
@@ -49,37 +55,34 @@ def default_judge() -> str:
     return env_default(ENV_JUDGE, default_llm())
 
 
+class EnvDefault:
+    """The default of a knob read from an environment variable when a Context is built (so an app or a
+    test can set it at any time before): ``$env`` when set and not blank, else ``default``."""
+
+    def __init__(self, env: str, default: Any) -> None:
+        self.env, self.default = env, default
+
+    def __call__(self) -> Any:
+        return env_default(self.env, self.default)
+
+
 def knob(default: Any, description: str, *, ge: float | None = None, le: float | None = None,
-         choices: tuple[str, ...] | None = None, env: str | None = None) -> Any:
-    """A Context field with a description (shown in Studio and in ``citegraph graphs``) and its valid
-    range: ``ge``/``le`` bounds (an integer knob is a count or a limit, so at least 0 unless said
-    otherwise) or the ``choices`` of a string. With ``env``, the default is that environment
-    variable's value when set (read each time a Context is built), else ``default``."""
-    meta: dict[str, Any] = {"description": description}
-    if ge is not None:
-        meta["ge"] = ge
-    if le is not None:
-        meta["le"] = le
-    if choices is not None:
-        meta["choices"] = tuple(choices)
-    if env is not None:
-        # "env_default", not "default" (a pydantic Field argument); the JSON schema Studio shows keeps the default
-        meta.update(env=env, env_default=default, json_schema_extra={"default": default})
-        return field(default_factory=lambda: env_default(env, default), metadata=meta)
-    return field(default=default, metadata=meta)
+         env: str | None = None) -> Any:
+    """A Context field (a pydantic ``Field``) with a description (shown in Studio and in ``citegraph
+    graphs``) and its bounds ``ge``/``le``; an integer knob is a count or a limit, so at least 0 unless
+    said otherwise. A string knob with choices says so in its annotation (``Literal[...]``). With
+    ``env``, the default is that environment variable's value when set, else ``default``."""
+    if ge is None and type(default) is int:
+        ge = 0
+    if env is not None:  # the JSON schema Studio shows keeps the plain default
+        return Field(default_factory=EnvDefault(env, default), description=description, ge=ge, le=le,
+                     json_schema_extra={"default": default})
+    return Field(default=default, description=description, ge=ge, le=le)
 
 
-def field_default(f: Any) -> Any:
-    """A dataclass field's default now (an ``env`` knob's: its variable's value or its default)."""
-    if f.default is not MISSING:
-        return f.default
-    if f.default_factory is not MISSING:
-        return f.default_factory()
-    return MISSING
-
-
-RETRIEVAL_MODES = ("bm25", "dense", "hybrid", "rrf")  # every retrieval_mode knob's choices; citegraph.corpus.MODES
-ATTRIBUTION_MODES = ("off", "repair", "strict")  # citegraph.nodes.attribution
+RetrievalMode = Literal["bm25", "dense", "hybrid", "rrf"]  # citegraph.corpus.MODES
+AttributionMode = Literal["off", "repair", "strict"]  # citegraph.nodes.attribution
+RETRIEVAL_MODES, ATTRIBUTION_MODES = get_args(RetrievalMode), get_args(AttributionMode)
 ATTRIBUTION_HELP = (
     "Attribution stage after the method: off (the method's answer as it is), repair (check each sentence's citations "
     "with the verifier, keep the set that entails it, re-point or add a citation to a document that does, attach the "
@@ -89,7 +92,7 @@ ATTRIBUTION_HELP = (
 
 def attribution_knob(default: str) -> Any:
     """The ``attribution`` knob with a method's default (off, repair or strict)."""
-    return knob(default, ATTRIBUTION_HELP, choices=ATTRIBUTION_MODES)
+    return knob(default, ATTRIBUTION_HELP)
 
 
 def simplify_knob(default: bool) -> Any:
@@ -100,98 +103,56 @@ def simplify_knob(default: bool) -> Any:
                          "the verifier finds supported as written keeps its citations.")
 
 
-_SIMPLE_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
-_BOUND_KEYS = ("ge", "le", "choices")
-
-
 class CliText(str):
     """A knob value as typed on a command line (``--set k=v``, a bench variant ``method:k=v``). The
     Context reads it by the knob's type: verbatim for a string knob (``--set embedding=1e5`` stays
     "1e5"), as JSON otherwise (``true``, ``3``, ``0.5``, ``null`` = the default)."""
 
 
-def _from_text(typ: Any, value: Any) -> Any:
-    if not isinstance(value, CliText):
-        return value
-    if typ is str:
-        return str(value)
-    try:
-        return json.loads(value)
-    except (ValueError, RecursionError):  # not JSON; also a number over Python's 4,300 digits
-        return str(value)
+def knob_info(cls: type) -> dict[str, FieldInfo]:
+    """The knobs of a Context class, in order: name -> pydantic ``FieldInfo`` (its resolved annotation,
+    description, bounds and default)."""
+    return {f.name: cls.__pydantic_fields__[f.name] for f in fields(cls) if f.init}
 
 
-def _knob_types(cls: type) -> dict[str, Any]:
-    """The knobs' types; from the annotation strings when a hint cannot be resolved (a Context
-    defined in a function, or annotated with a TYPE_CHECKING-only name)."""
-    try:
-        return get_type_hints(cls)
-    except (NameError, TypeError):
-        return {f.name: f.type if isinstance(f.type, type) else _SIMPLE_TYPES.get(str(f.type)) for f in fields(cls)}
+def knob_names(cls: type) -> set[str]:
+    """The knobs a Context class takes (its dataclass fields set by ``__init__``)."""
+    return {f.name for f in fields(cls) if f.init}
 
 
-def _knob_meta(cls: type, name: str) -> dict[str, Any]:
-    """A knob's metadata, with the bounds of a parent's field when a subclass re-declares it (a new
-    default) without repeating them."""
-    meta: dict[str, Any] = {}
-    for klass in reversed(cls.__mro__):
-        f = getattr(klass, "__dataclass_fields__", {}).get(name)
-        if f is None:
-            continue
-        if any(k in f.metadata for k in _BOUND_KEYS):
-            meta = {k: v for k, v in meta.items() if k not in _BOUND_KEYS}
-        meta.update(f.metadata)
-    return meta
+def knob_choices(info: FieldInfo) -> tuple[str, ...]:
+    """The values a string knob may take (its ``Literal[...]``), or () when it takes any string."""
+    return get_args(info.annotation) if get_origin(info.annotation) is Literal else ()
 
 
-def _bounds(typ: Any, meta: dict[str, Any]) -> tuple[float | None, float | None]:
-    """(lowest, highest) valid value of a numeric knob; an integer knob is at least 0 unless said."""
-    return meta.get("ge", 0 if typ is int else None), meta.get("le")
+def _bounds(info: FieldInfo) -> tuple[float | None, float | None]:
+    """(lowest, highest) valid value of a numeric knob."""
+    lo = next((m.ge for m in info.metadata if isinstance(m, annotated_types.Ge)), None)
+    return lo, next((m.le for m in info.metadata if isinstance(m, annotated_types.Le)), None)
 
 
-def _prepared(typ: Any, f: Any) -> Callable[[Any], Any]:
+def _prepared(name: str, info: FieldInfo, value: Any) -> Any:
     """What a value becomes before pydantic checks it: a command-line text read by the knob's type,
     None (a client's cleared field) the default, a whole float (5.0 from a JSON client) an integer,
     a number given to a string knob its text (``--set embedding=123`` parses as JSON), a chat model
     object given to an ``llm`` knob the spec it is held under (:mod:`citegraph.state.models`)."""
-
-    def prepare(value: Any) -> Any:
-        value = _from_text(typ, value)
-        if (f.name == "llm" or f.name.endswith("_llm")) and isinstance(value, BaseChatModel):
-            value = hold(value)  # a chat model object an app already holds: kept under a spec of its own
-        if value is None and field_default(f) is not MISSING:
-            value = field_default(f)
-        if typ is int and isinstance(value, float) and value.is_integer():
-            value = int(value)
-        elif typ is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        elif typ is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+    typ = str if knob_choices(info) else info.annotation
+    if isinstance(value, CliText):
+        try:
+            value = str(value) if typ is str else json.loads(value)
+        except (ValueError, RecursionError):  # not JSON; also a number over Python's 4,300 digits
             value = str(value)
-        return value
-
-    return prepare
-
-
-def _knob_annotation(typ: Any, meta: dict[str, Any]) -> Any:
-    """The pydantic type a knob's value is validated against (strict: no "3" for an integer)."""
-    lo, hi = _bounds(typ, meta)
-    if typ is bool:
-        return Annotated[bool, Field(strict=True)]
-    if typ in (int, float):
-        return Annotated[typ, Field(strict=True, ge=lo, le=hi, allow_inf_nan=False)]
-    if typ is str:
-        return Literal[tuple(meta["choices"])] if meta.get("choices") else Annotated[str, Field(strict=True)]
-    return Any  # a knob of another type is taken as given
-
-
-@functools.cache
-def _knob_model(cls: type) -> type[BaseModel]:
-    """A pydantic model with one field per knob of the Context class ``cls``."""
-    hints = _knob_types(cls)
-    return create_model(
-        f"{cls.__name__}Knobs", __config__=ConfigDict(arbitrary_types_allowed=True),
-        **{f.name: (Annotated[_knob_annotation(hints.get(f.name), _knob_meta(cls, f.name)),
-                              BeforeValidator(_prepared(hints.get(f.name), f))], ...) for f in fields(cls)})
+    if (name == "llm" or name.endswith("_llm")) and isinstance(value, BaseChatModel):
+        value = hold(value)  # a chat model object an app already holds: kept under a spec of its own
+    if value is None:
+        value = info.get_default(call_default_factory=True)
+    if typ is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    elif typ is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    elif typ is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    return value
 
 
 _PROBLEMS = {"bool_type": "must be true or false", "int_type": "must be an integer",
@@ -200,25 +161,28 @@ _PROBLEMS = {"bool_type": "must be true or false", "int_type": "must be an integ
              "less_than_equal": "must be at most {le}"}
 
 
-def _input_error(cls: type, exc: ValidationError) -> Exception:
-    """The first problem pydantic found, as one line: ``VanillaContext.ndemo must be an integer, got 'x'``."""
-    err = exc.errors(include_url=False)[0]
-    name, value, typ = err["loc"][0], err["input"], _knob_types(cls).get(err["loc"][0])
+def _input_error(cls: type, exc: ValidationError) -> InputError:
+    """What pydantic found, as one line: the knobs the Context does not have, else the first bad value
+    (``VanillaContext.ndemo must be an integer, got 'x'``)."""
+    errors = exc.errors(include_url=False)
+    bad = [e["loc"][0] for e in errors if e["type"] == "unexpected_keyword_argument"]
+    if bad:
+        return InputError(unknown_settings(cls.__name__, sorted(bad), knob_names(cls)))
+    err = errors[0]
+    name, value = (err["loc"] or ("",))[0], err["input"]
+    info = knob_info(cls).get(name)
+    if info is None:  # not about one knob
+        return InputError(f"{cls.__name__}: {err['msg']}")
     got = repr(value)
     if err["type"] == "literal_error":
-        choices = _knob_meta(cls, name)["choices"]
-        problem = f"must be one of {', '.join(choices)}" if isinstance(value, str) else _PROBLEMS["string_type"]
+        problem = (f"must be one of {', '.join(knob_choices(info))}" if isinstance(value, str)
+                   else _PROBLEMS["string_type"])
     elif isinstance(value, str) and len(value) > 80:
-        problem = "must be true or false" if typ is bool else "must be a number"
+        problem = "must be true or false" if info.annotation is bool else "must be a number"
         got = f"{len(value):,} characters ({value[:20]!r}...)"
     else:
         problem = _PROBLEMS.get(err["type"], err["msg"]).format(**err.get("ctx", {}))
     return InputError(f"{cls.__name__}.{name} {problem}, got {got}")
-
-
-def knob_names(cls: type) -> set[str]:
-    """The knobs a Context class takes (its dataclass fields set by ``__init__``)."""
-    return {f.name for f in fields(cls) if f.init}
 
 
 def unknown_settings(owner: str, bad: list[str], known: set[str]) -> str:
@@ -226,18 +190,36 @@ def unknown_settings(owner: str, bad: list[str], known: set[str]) -> str:
     return f"unknown setting(s) for {owner}: {', '.join(map(str, bad))}; known: {', '.join(sorted(known))}"
 
 
-@dataclass(kw_only=True)
+#: every Context's pydantic configuration: strict types (no "3" for an integer), no NaN or infinity,
+#: and no unknown knob (LangGraph builds a Context sent as a dict, from the SDK, Studio or
+#: ``invoke(context={...})``, as ``cls(**that dict)``)
+CONTEXT_CONFIG = ConfigDict(strict=True, allow_inf_nan=False, extra="forbid", arbitrary_types_allowed=True)
+
+
+def context_dataclass(cls: type[T]) -> type[T]:
+    """The decorator of every Context class (and of a group of knobs a Context derives from): a pydantic
+    dataclass (keyword-only, :data:`CONTEXT_CONFIG`) whose construction errors read as one
+    :class:`~citegraph.errors.InputError` line, so the CLI's ``--set``, a Python caller and a Studio run
+    all get one clear line instead of a TypeError deep inside a node."""
+    klass = pydantic_dataclass(kw_only=True, config=CONTEXT_CONFIG)(cls)
+    validating_init = klass.__init__
+
+    @functools.wraps(validating_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if args:  # pydantic would read them as the first fields, in order
+            raise TypeError(f"{type(self).__name__} takes its knobs by name (keyword arguments)")
+        try:
+            validating_init(self, **kwargs)
+        except ValidationError as exc:
+            raise _input_error(type(self), exc) from None
+
+    klass.__init__ = __init__
+    return klass
+
+
+@context_dataclass
 class BaseContext:
     """Knobs every graph has: which chat model and verifier, and decoding settings."""
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        # LangGraph builds a Context sent as a dict (the SDK, Studio, invoke(context={...})) as
-        # cls(**that dict): a key that is not a knob is refused here, in one line naming it
-        known = knob_names(cls)
-        bad = sorted(set(kwargs) - known)
-        if bad:
-            raise InputError(unknown_settings(cls.__name__, bad, known))
-        return super().__new__(cls)
 
     llm: str = knob("local", "Chat model spec: local, local-small, llamacpp:<path.gguf>, server:<local|local-small|path.gguf> "
                              "(the model behind a managed llama-server that keeps the prompts it read), openai:<model>. "
@@ -255,8 +237,8 @@ class BaseContext:
                            "(citegraph.corpus.register_retriever). When set and the input has no documents, the top_k "
                            "chunks retrieved for the question become the documents. Empty = documents are given.")
     top_k: int = knob(5, "Open-domain mode: chunks retrieved as the documents.", ge=1)
-    retrieval_mode: str = knob("hybrid", "Open-domain mode: bm25, dense, hybrid (min-max fused scores) or rrf (reciprocal-rank fusion).",
-                               choices=RETRIEVAL_MODES)
+    retrieval_mode: RetrievalMode = knob("hybrid", "Open-domain mode: bm25, dense, hybrid (min-max fused scores) or "
+                                                   "rrf (reciprocal-rank fusion).")
     context_window: int = knob(0, "Tokens the chat model reads at most; the documents beyond what fits (after max_new_tokens "
                                   "and the prompt) are cut with a warning, by the rule in citegraph/prompts/budget.py. "
                                   "0 = the model's own: n_ctx of a llama.cpp model (8192 for local), 128000 otherwise.")
@@ -267,7 +249,7 @@ class BaseContext:
                                        "0.5 by default: the best alpha measured differs by corpus (benchmarks/bench_retrieval.py).",
                                   ge=0.0, le=1.0)
     # the shared attribution stage (citegraph/nodes/attribution.py) that ends every graph
-    attribution: str = attribution_knob("off")
+    attribution: AttributionMode = attribution_knob("off")
     attribution_partial: float = knob(0.2, "Attribution stage: a sentence whose best document set scores at least this "
                                            "(but below the verifier's threshold) keeps that citation marked 'partial'; "
                                            "below it the sentence is 'unsupported' and loses its citations.",
@@ -279,41 +261,40 @@ class BaseContext:
                                          "0 = every sentence); the whole document is always checked too.", ge=0, le=100)
     attribution_simplify: bool = simplify_knob(True)
 
-    def __post_init__(self) -> None:
-        # types and ranges are checked here (by pydantic), so the CLI's --set, a Python caller and a
-        # Studio run all get one clear line instead of a TypeError deep inside a node
-        cls = type(self)
-        try:
-            checked = _knob_model(cls).model_validate({f.name: getattr(self, f.name) for f in fields(self)})
-        except ValidationError as exc:
-            raise _input_error(cls, exc) from None
-        for name, value in checked:
-            object.__setattr__(self, name, value)
+    @model_validator(mode="before")
+    @classmethod
+    def _read_values(cls, data: Any) -> Any:
+        # each value read the way it was given (see _prepared) before pydantic checks it
+        info = knob_info(cls)
+        if isinstance(data, ArgsKwargs):
+            kwargs = {k: _prepared(k, info[k], v) if k in info else v for k, v in (data.kwargs or {}).items()}
+            return ArgsKwargs(data.args, kwargs)
+        if isinstance(data, dict):
+            return {k: _prepared(k, info[k], v) if k in info else v for k, v in data.items()}
+        return data
 
     @classmethod
     def describe(cls) -> list[tuple[str, Any, str]]:
         """(name, default, description with its valid values) of every knob."""
-        hints = _knob_types(cls)
         out = []
-        for f in fields(cls):
-            m, typ = _knob_meta(cls, f.name), hints.get(f.name)
-            desc = m.get("description", "")
-            lo, hi = _bounds(typ, m)
-            if m.get("choices"):
-                desc += f" [one of: {', '.join(m['choices'])}]"
+        for name, info in knob_info(cls).items():
+            desc, default = info.description or "", info.default
+            lo, hi = _bounds(info)
+            if knob_choices(info):
+                desc += f" [one of: {', '.join(knob_choices(info))}]"
             elif lo is not None and hi is not None:
                 desc += f" [{lo} to {hi}]"
             elif lo is not None:
                 desc += f" [>= {lo}]"
-            default = f.default
-            if m.get("env"):
-                default = m["env_default"]
-                desc += f" [${m['env']} now: {os.environ[m['env']]!r}]" if os.environ.get(m["env"], "").strip() else ""
-            out.append((f.name, default, desc))
+            if isinstance(info.default_factory, EnvDefault):
+                env, default = info.default_factory.env, info.default_factory.default
+                desc += f" [${env} now: {os.environ[env]!r}]" if os.environ.get(env, "").strip() else ""
+            out.append((name, default, desc))
         return out
 
 
-CITE_FORMATS = ("free", "constrained")
+CiteFormat = Literal["free", "constrained"]
+CITE_FORMATS = get_args(CiteFormat)
 CITE_FORMAT_HELP = (
     "How the final composition call writes its citations: free = the model writes [n] markers or not, as it "
     "will; constrained = every sentence ends with 1-2 citation markers [n] (n among the numbered documents) "
@@ -322,11 +303,11 @@ CITE_FORMAT_HELP = (
     "back to free text, recorded in the answer's warnings, where the server refuses it.")
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class CiteFormatKnobs:
     """The two knobs of a graph whose final call can cite by construction (``tools.models.cited_sentences``)."""
 
-    cite_format: str = knob("free", CITE_FORMAT_HELP, choices=CITE_FORMATS)
+    cite_format: CiteFormat = knob("free", CITE_FORMAT_HELP)
     cite_max_sentences: int = knob(5, "cite_format=constrained: the answer has at most this many sentences (the grammar "
                                       "or schema bounds it; max_new_tokens still applies).", ge=1, le=30)
     cite_min_sentences: int = knob(1, "cite_format=constrained: the answer has at least this many sentences (the grammar or "

@@ -3,11 +3,10 @@ documents, sentence by sentence, with the shared attribution stage."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from pydantic import Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, attribution_knob, knob
+from citegraph.state.base import AttributionMode, BaseContext, InputState, OutputState, RunContextState, attribution_knob, context_dataclass, knob
 
 
 class CiteInput(InputState):
@@ -23,11 +22,11 @@ class CiteState(CiteInput, OutputState, RunContextState):
                                         description="Per sentence, the documents it may cite (retrieved for it).")
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class CiteContext(BaseContext):
     """Knobs of ``cite``."""
 
-    attribution: str = attribution_knob("repair")
+    attribution: AttributionMode = attribution_knob("repair")
     top_k: int = knob(3, "With a corpus and no documents: chunks retrieved per sentence as its candidate evidence "
                          "(the union becomes the answer's documents).", ge=1, le=20)
     rewrite: bool = knob(False, "Ask the LLM to rewrite each sentence left unsupported so that it says only what its "

@@ -4,25 +4,25 @@
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob, RunRecord
-from citegraph.state.program import FUSION_CAP_MODES, ProgramError, ProgramTree
+from citegraph.state.base import AttributionMode, BaseContext, InputState, OutputState, RunContextState, RunRecord, attribution_knob, context_dataclass, knob
+from citegraph.state.program import FusionCap, ProgramError, ProgramTree
 
 
-QFS_MODES = ("none", "extractive", "abstractive", "extract_then_generate")
+QfsMode = Literal["none", "extractive", "abstractive", "extract_then_generate"]
+QFS_MODES = get_args(QfsMode)
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class GenProgContext(BaseContext):
     """Knobs of GenerationPrograms."""
 
-    max_new_tokens: int = knob(400, "Maximum tokens per LLM call (planner, modules, pre-steps).")
+    max_new_tokens: int = knob(400, "Maximum tokens per LLM call (planner, modules, pre-steps).", ge=1)
     relevance_filter: bool = knob(False, "Pre-step: ask the LLM whether each document is relevant; drop irrelevant ones (all kept if none is relevant).")
-    qfs_mode: str = knob("none", "Pre-step per document: none | extractive | abstractive | extract_then_generate (query-focused summarization, paper Fig. 8).", choices=QFS_MODES)
+    qfs_mode: QfsMode = knob("none", "Pre-step per document: none | extractive | abstractive | extract_then_generate (query-focused summarization, paper Fig. 8).")
     qfs_sentences: int = knob(3, "QFS pre-step: the n of Figure 8: sentences the extractive step copies, or the summary's sentences (abstractive, extract-then-generate), per document.", ge=1)
     max_source_sentences: int = knob(0, "Keep at most this many source sentences in the planner prompt, ranked by word overlap with the question (and answer, post-hoc); ids stay the original ones. 0 = all.")
     refine: bool = knob(False, "Module-level refinement: check each module output against its inputs with the verifier; resample non-entailed ones.")
@@ -34,7 +34,7 @@ class GenProgContext(BaseContext):
     max_answer_sentences: int = knob(5, "Planner: at most this many bullets (answer sentences); the prompt says so and valid trees beyond it are dropped with a recorded 'truncated' error (counted before fusion_cap splits a bullet). Small models otherwise tend to extract() every source sentence. 0 = no limit (the paper's prompt).")
     module_with_question: bool = knob(False, "Show the question to the paraphrase/compression/fusion modules.")
     max_fusion_inputs: int = knob(3, "Cap on a fusion's inputs (0 = no cap, the paper's programs). The planner prompt states it, and a program that exceeds it is changed as fusion_cap says, each change recorded in program_errors (answer warnings, trace). 3 because the papers' prompts cite at most three documents per sentence (ALCE, RAAC Table 12) and the paper's example programs fuse two; on ASQA the embedded model fused ~3.4 documents' sentences into one ~70-word sentence.")
-    fusion_cap: str = knob("split", "What max_fusion_inputs does to a larger fusion: split = a bullet whose root is the fusion becomes several bullets of at most max_fusion_inputs inputs each, in order, each without the planner's instruction= (written for all the inputs, it would make every piece state the whole claim under the citations of its part; named in the recorded error; no input is lost; a nested fusion, which cannot be split, is cut); cut = keep only its first max_fusion_inputs inputs.", choices=FUSION_CAP_MODES)
+    fusion_cap: FusionCap = knob("split", "What max_fusion_inputs does to a larger fusion: split = a bullet whose root is the fusion becomes several bullets of at most max_fusion_inputs inputs each, in order, each without the planner's instruction= (written for all the inputs, it would make every piece state the whole claim under the citations of its part; named in the recorded error; no input is lost; a nested fusion, which cannot be split, is cut); cut = keep only its first max_fusion_inputs inputs.")
 
 
 class SourceSentence(BaseModel):
@@ -121,13 +121,13 @@ def as_dict(obj: Any) -> Any:
     return obj.model_dump() if isinstance(obj, BaseModel) else obj
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class GenProgPosthocContext(BaseContext):
     """Knobs of post-hoc GenerationPrograms attribution (the planner reconstructs a given answer)."""
 
-    attribution: str = attribution_knob("repair")
+    attribution: AttributionMode = attribution_knob("repair")
 
-    max_new_tokens: int = knob(400, "Maximum tokens per planner call.")
+    max_new_tokens: int = knob(400, "Maximum tokens per planner call.", ge=1)
     per_sentence: bool = knob(True, "One planner call per answer sentence (unambiguous mapping); False: one program for the whole answer, bullets mapped in order.")
     max_source_sentences: int = knob(0, "Keep at most this many source sentences in the prompt, ranked by word overlap with the question and answer (ids stay the original ones). 0 = all.")
     plan_attempts: int = knob(2, "Planner calls allowed (per sentence when per_sentence) until a valid program line is parsed.", ge=1)

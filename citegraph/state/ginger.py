@@ -4,32 +4,34 @@ passage with offsets, clusters, pairwise scores, the order, the budget decisions
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob, attribution_knob, simplify_knob, RunRecord
+from citegraph.state.base import AttributionMode, BaseContext, InputState, OutputState, RunContextState, RunRecord, attribution_knob, context_dataclass, knob, simplify_knob
 
-DETECT_FORMATS = ("json", "tagged")
-CLUSTERINGS = ("bertopic", "lsa")
-RANKERS = ("llm", "bm25", "size", "duot5")
+DetectFormat = Literal["json", "tagged"]
+DETECT_FORMATS = get_args(DetectFormat)
+Clustering = Literal["bertopic", "lsa"]
+CLUSTERINGS = get_args(Clustering)
+Ranker = Literal["llm", "bm25", "size", "duot5"]
+RANKERS = get_args(Ranker)
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class GingerContext(BaseContext):
     """Knobs of GINGER."""
 
-    attribution: str = attribution_knob("repair")
+    attribution: AttributionMode = attribution_knob("repair")
     # a sentence keeps the passages its nuggets came from while together they support it (docs/methods/ginger.md)
     attribution_simplify: bool = simplify_knob(False)
 
-    max_new_tokens: int = knob(400, "Maximum tokens per LLM call (detection copies a passage in the tagged format, so it needs room).")
+    max_new_tokens: int = knob(400, "Maximum tokens per LLM call (detection copies a passage in the tagged format, so it needs room).", ge=1)
     top_n: int = knob(20, "Use the first top_n documents as the passages (the paper: 5, 10 or 20). 0 = all given.")
-    detect_format: str = knob("json", "Nugget detection output: json (a JSON list of verbatim spans, which a small model follows more reliably than the tagged copy) or tagged (the paper's: the passage copied with nuggets inside <IN>...</IN>).", choices=DETECT_FORMATS)
+    detect_format: DetectFormat = knob("json", "Nugget detection output: json (a JSON list of verbatim spans, which a small model follows more reliably than the tagged copy) or tagged (the paper's: the passage copied with nuggets inside <IN>...</IN>).")
     fuzzy_threshold: float = knob(90.0, "A span the LLM returns is kept only when found in its passage: exactly, or (rapidfuzz partial ratio) at least this similar; the passage's own text at the aligned offsets is kept.", ge=0.0, le=100.0)
     min_nugget_words: int = knob(3, "Drop detected spans shorter than this many words (stray words the model tags).", ge=1)
-    clustering: str = knob("bertopic", "Facet clustering: bertopic (UMAP + HDBSCAN on our MiniLM embeddings, offline) or lsa (TF-IDF + TruncatedSVD, the paper's ablation).", choices=CLUSTERINGS)
+    clustering: Clustering = knob("bertopic", "Facet clustering: bertopic (UMAP + HDBSCAN on our MiniLM embeddings, offline) or lsa (TF-IDF + TruncatedSVD, the paper's ablation).")
     min_nuggets_to_cluster: int = knob(4, "Fewer nuggets than this: each nugget is its own cluster (the paper's footnote: 4).", ge=1)
     umap_n_neighbors: int = knob(50, "UMAP n_neighbors (capped at N-1 nuggets).", ge=2)
     umap_n_components: int = knob(2, "UMAP n_components.", ge=1)
@@ -37,7 +39,7 @@ class GingerContext(BaseContext):
     hdbscan_min_cluster_size: int = knob(2, "HDBSCAN min_cluster_size.", ge=2)
     hdbscan_min_samples: int = knob(1, "HDBSCAN min_samples.", ge=1)
     seed: int = knob(42, "Random state of UMAP / TruncatedSVD (deterministic clusters).")
-    ranker: str = knob("llm", "Cluster ranking, pairwise and summed over all ordered pairs: llm (the chat model's Yes/No log-odds as the pairwise judge; duoT5's weights are not bundled), duot5 (a duoT5 checkpoint at duot5_model, the paper's), or pointwise bm25 / size (what the released code effectively does: largest cluster first).", choices=RANKERS)
+    ranker: Ranker = knob("llm", "Cluster ranking, pairwise and summed over all ordered pairs: llm (the chat model's Yes/No log-odds as the pairwise judge; duoT5's weights are not bundled), duot5 (a duoT5 checkpoint at duot5_model, the paper's), or pointwise bm25 / size (what the released code effectively does: largest cluster first).")
     duot5_model: str = knob("", "Path to a local duoT5 checkpoint (e.g. castorini/duot5-base-msmarco downloaded by you) for ranker=duot5.")
     max_pairwise_clusters: int = knob(12, "Pairwise ranking compares at most this many clusters (the largest); the rest follow, ordered by size. Cost grows as k*(k-1) calls. 0 = no limit.")
     summary_words: int = knob(35, "Words asked for per cluster summary (one sentence; the paper: about 35).", ge=5)

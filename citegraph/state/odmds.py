@@ -6,31 +6,31 @@ knob below whose description says so ("unstated" / "as printed ... fails")."""
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
-from citegraph.state.base import CITE_FORMAT_HELP, CITE_FORMATS, BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, attribution_knob, knob, RunRecord
+from citegraph.state.base import AttributionMode, BaseContext, CITE_FORMAT_HELP, CiteFormat, CiteFormatKnobs, InputState, OutputState, RunContextState, RunRecord, attribution_knob, context_dataclass, knob
 
-CLUSTER_METHODS = ("dbscan", "hdbscan", "kmeans")
-GAE_LOSSES = ("negative_sampling", "frobenius")
+ClusterMethod = Literal["dbscan", "hdbscan", "kmeans"]
+CLUSTER_METHODS = get_args(ClusterMethod)
+GaeLoss = Literal["negative_sampling", "frobenius"]
+GAE_LOSSES = get_args(GaeLoss)
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class OdmdsContext(CiteFormatKnobs, BaseContext):
     """Knobs of graph-augmented ODMDS."""
 
     documents_are_a_corpus: ClassVar[bool] = True  # the input documents are retrieved from, not all prompted
-    attribution: str = attribution_knob("repair")
+    attribution: AttributionMode = attribution_knob("repair")
 
     corpus: str = knob("", "Corpus to summarize from (odmds always retrieves): an index folder, chroma+http://HOST:PORT/COLLECTION or retriever:<name>; the input field `corpus` wins. Neither: the input documents become an in-memory corpus.")
     chunk_tokens: int = knob(256, "In-memory corpus from the input documents: tokens per chunk (the corpus layer's default).", ge=16)
     max_new_tokens: int = knob(400, "Maximum tokens of the final summary.", ge=1)
-    cite_format: str = knob("constrained", CITE_FORMAT_HELP + " The final summary uses it; constrained by default "
-                                           "because every summary sentence must be checkable against the K chunks.",
-                            choices=CITE_FORMATS)
+    cite_format: CiteFormat = knob("constrained", CITE_FORMAT_HELP + " The final summary uses it; constrained by default "
+                                           "because every summary sentence must be checkable against the K chunks.")
     cite_max_sentences: int = knob(8, "cite_format=constrained: the summary has at most this many sentences.", ge=1, le=30)
     # retrieval + re-rank (Sec. 3.1.3, App. C.3)
     top_k: int = knob(20, "K: chunks given to the summarizer (the paper found 20 best on ODSum-Story; 3/8/10 in its retrieval table).", ge=1)
@@ -55,10 +55,10 @@ class OdmdsContext(CiteFormatKnobs, BaseContext):
     gae_epochs: int = knob(300, "Training epochs (App. C.2: 300).", ge=1)
     gae_lr: float = knob(0.01, "Adam learning rate (App. C.2: 0.01).", ge=0.0)
     gae_weight_decay: float = knob(5e-4, "Adam weight decay (App. C.2: 0.0005).", ge=0.0)
-    gae_loss: str = knob("negative_sampling", "Reconstruction loss: negative_sampling (BCE on the edges and as many sampled non-edges; O(E), any N) or frobenius (Eq. 7 as printed, dense N×N; refused above frobenius_max_nodes).", choices=GAE_LOSSES)
+    gae_loss: GaeLoss = knob("negative_sampling", "Reconstruction loss: negative_sampling (BCE on the edges and as many sampled non-edges; O(E), any N) or frobenius (Eq. 7 as printed, dense N×N; refused above frobenius_max_nodes).")
     frobenius_max_nodes: int = knob(4000, "Largest N the dense Frobenius loss may run on (an N×N float matrix is 4·N² bytes; ~10 GB at N = 50,000).", ge=3)
     seed: int = knob(0, "Seed of PCA, the GAE and KMeans.")
-    cluster_method: str = knob("dbscan", "Clustering of the L2-normalised node embeddings (App. C.3: DBSCAN was best). Noise points have no cluster.", choices=CLUSTER_METHODS)
+    cluster_method: ClusterMethod = knob("dbscan", "Clustering of the L2-normalised node embeddings (App. C.3: DBSCAN was best). Noise points have no cluster.")
     dbscan_eps: float = knob(0.5, "DBSCAN eps (App. C.3: 0.5).", ge=0.0)
     min_samples: int = knob(2, "DBSCAN/HDBSCAN min_samples (App. C.3: 2).", ge=1)
     n_clusters: int = knob(0, "KMeans clusters (0 = round(sqrt(N/2))).")

@@ -5,12 +5,13 @@ is :mod:`citegraph.nodes.genprog.program`."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 #: how a fusion of more than ``max_fusion_inputs`` sentences is made to fit (GenProgContext)
-FUSION_CAP_MODES = ("split", "cut")
+FusionCap = Literal["split", "cut"]
+FUSION_CAP_MODES = get_args(FusionCap)
 
 ErrorKind = Literal[
     "empty",  # no program text at all

@@ -8,16 +8,15 @@ because the TextAgent and CitationAgent subgraphs share this schema and return t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import AttributedAnswer, Document
 from citegraph.state.attribution import SubsetCheck
-from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, knob
+from citegraph.state.base import BaseContext, InputState, OutputState, RunContextState, context_dataclass, knob
 
-@dataclass(kw_only=True)
+@context_dataclass
 class RaacContext(BaseContext):
     """Knobs of RAAC (defaults follow the paper: k=5, tau=0.8, M=1, top-5 documents)."""
 

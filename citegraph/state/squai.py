@@ -8,18 +8,18 @@ check of every citation) so Studio shows each decision.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, Field
 
 from citegraph.state.answer import Document
-from citegraph.state.base import CITE_FORMAT_HELP, CITE_FORMATS, RETRIEVAL_MODES, BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, attribution_knob, knob, RunRecord
+from citegraph.state.base import AttributionMode, BaseContext, CITE_FORMAT_HELP, CiteFormat, CiteFormatKnobs, InputState, OutputState, RetrievalMode, RunContextState, RunRecord, attribution_knob, context_dataclass, knob
 
-JUDGE_MODES = ("auto", "logodds", "verbal")
+JudgeMode = Literal["auto", "logodds", "verbal"]
+JUDGE_MODES = get_args(JudgeMode)
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class RetrievalKnobs:
     """Retrieval knobs shared by ``squai`` and ``rag`` (the same names as every graph's open-domain
     knobs; here retrieval runs inside the graph, per sub-question for SQuAI)."""
@@ -29,8 +29,7 @@ class RetrievalKnobs:
     corpus: str = knob("", "Index to retrieve from (an index folder, chroma+http://HOST:PORT/COLLECTION or "
                            "retriever:<name>) when the input has no documents; with documents, retrieval runs among "
                            "them (an in-memory index). Either is required.")
-    retrieval_mode: str = knob("hybrid", "Retriever: hybrid (weighted sum of min-max normalised scores), bm25, dense, rrf.",
-                               choices=RETRIEVAL_MODES)
+    retrieval_mode: RetrievalMode = knob("hybrid", "Retriever: hybrid (weighted sum of min-max normalised scores), bm25, dense, rrf.")
     retrieval_alpha: float = knob(0.65, "Hybrid retrieval: weight of the DENSE score (the corpus layer's alpha). 0.65 is "
                                         "the paper's alpha = w_sparse = 0.35 on the BM25 score "
                                         "(S = 0.35*S_sparse + 0.65*S_dense, after Mosquera et al.), which the SQuAI code "
@@ -50,13 +49,13 @@ def two_sentences_knob() -> Any:
                    "answers); squai and rag share it so that they are compared on equal terms.", ge=1, le=30)
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class SquaiContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
     """Knobs of SQuAI."""
 
-    attribution: str = attribution_knob("repair")
+    attribution: AttributionMode = attribution_knob("repair")
 
-    max_new_tokens: int = knob(400, "Maximum tokens of the final cited answer (Agent 4).")
+    max_new_tokens: int = knob(400, "Maximum tokens of the final cited answer (Agent 4).", ge=1)
     max_sub_questions: int = knob(3, "Decomposer: at most this many sub-questions (the paper gives no cap; "
                                      "each costs top_k generator and judge calls).", ge=1, le=10)
     top_k: int = knob(5, "Documents retrieved per sub-question (paper: adjustable 3-10).", ge=3, le=10)
@@ -64,19 +63,18 @@ class SquaiContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
                                     "before the hybrid scores are combined (the SQuAI code's 2*top_k).", ge=1)
     answer_tokens: int = knob(120, "Agent 2: maximum tokens of the short answer from one document.", ge=1)
     max_doc_words: int = knob(300, "Truncate each document to this many words in the Agent 2/3/4 prompts (0 = no limit).")
-    judge: str = knob("auto", "Agent 3: logodds = RelScore = log p(Yes) - log p(No) of the first token (local, openai: "
+    judge: JudgeMode = knob("auto", "Agent 3: logodds = RelScore = log p(Yes) - log p(No) of the first token (local, openai: "
                               "with logprobs); verbal = ask Yes/No in words, RelScore +1/-1 (for models without "
                               "logprobs); auto = logodds, falling back to verbal (recorded once) when the model "
-                              "returns no logprobs.", choices=JUDGE_MODES)
+                              "returns no logprobs.")
     filter_n: float = knob(0.5, "Adaptive filter: keep a document iff RelScore >= tau_q - n*sigma over its sub-question's "
                                 "candidates (mean, population std). Paper/MAIN-RAG: n = 0.5; negative n is stricter "
                                 "than the mean.", ge=-3.0, le=3.0)
     fallback_keep: int = knob(3, "When no document passes any sub-question's filter, retrieve for the original question "
                                  "and keep its first this-many documents (the SQuAI code's fallback).", ge=1)
-    dedupe_by: str = knob("chunk", "Merge: de-duplicate the kept documents by the retrieved unit's id (chunk: each chunk is "
+    dedupe_by: Literal["chunk", "document"] = knob("chunk", "Merge: de-duplicate the kept documents by the retrieved unit's id (chunk: each chunk is "
                                    "its own citable document) or by source document id (document: first chunk of a document "
-                                   "wins; the paper's abstracts are one unit each, so both agree there).",
-                          choices=("chunk", "document"))
+                                   "wins; the paper's abstracts are one unit each, so both agree there).")
     max_evidence: int = knob(2, "Supporting sentences stored per citation: the verifier's best entailing sentences of the "
                                 "cited document.", ge=1)
     citation_retries: int = knob(1, "Agent 4, cite_format=free: a reply that cites none of the merged documents is asked "
@@ -84,18 +82,17 @@ class SquaiContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
                                     "such step). It costs a call only when the first reply cites nothing. 0 = keep the first "
                                     "reply. Not used with cite_format=constrained (every sentence cites by construction).",
                                  ge=0, le=3)
-    cite_format: str = knob("constrained", CITE_FORMAT_HELP + " Agent 4 (compose) uses it; constrained by default "
+    cite_format: CiteFormat = knob("constrained", CITE_FORMAT_HELP + " Agent 4 (compose) uses it; constrained by default "
                                            "because every answer sentence must be checkable against the merged documents, "
-                                           "and free decoding of the embedded model mostly writes no [n].",
-                            choices=CITE_FORMATS)
+                                           "and free decoding of the embedded model mostly writes no [n].")
     cite_min_sentences: int = two_sentences_knob()
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class RagContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
     """Knobs of the standard RAG baseline."""
 
-    attribution: str = attribution_knob("repair")
+    attribution: AttributionMode = attribution_knob("repair")
 
     top_k: int = knob(10, "Documents retrieved for the question and put into the one prompt (paper's baseline: top-10).",
                       ge=1, le=50)
@@ -105,8 +102,8 @@ class RagContext(CiteFormatKnobs, RetrievalKnobs, BaseContext):
                                     "times, in the same conversation, to add [n] citations (as for SQuAI's Agent 4, so that "
                                     "the two systems are compared on equal terms). 0 = keep the first reply. Not used with "
                                     "cite_format=constrained.", ge=0, le=3)
-    cite_format: str = knob("constrained", CITE_FORMAT_HELP + " Constrained by default for the same reason as squai's "
-                                           "(compared on equal terms).", choices=CITE_FORMATS)
+    cite_format: CiteFormat = knob("constrained", CITE_FORMAT_HELP + " Constrained by default for the same reason as squai's "
+                                           "(compared on equal terms).")
     cite_min_sentences: int = two_sentences_knob()
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from pydantic import Field
 
-from citegraph.state.base import BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, knob
+from citegraph.state.base import BaseContext, CiteFormatKnobs, InputState, OutputState, RunContextState, context_dataclass, knob
 
 
-@dataclass(kw_only=True)
+@context_dataclass
 class VanillaContext(CiteFormatKnobs, BaseContext):
     """Knobs of the VANILLA baseline."""
 
