@@ -287,6 +287,45 @@ def test_the_servers_app_passes_the_sent_context_keys_to_the_graph():
     assert http["configurable_headers"]["includes"] == ["x-citegraph-context-keys"]  # the server copies it to the run
 
 
+def test_the_servers_mcp_endpoint_answers_with_the_answer_as_json():
+    """langgraph dev's own /mcp endpoint writes a run's output as a Python repr; the app langgraph.json
+    mounts makes a tools/call reply's text the AttributedAnswer as JSON and adds it as structuredContent
+    (tests/test_studio.py checks it against the real server). Errors, tool lists, other routes and
+    streamed replies pass unchanged."""
+    pytest.importorskip("starlette")
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from citegraph.graphs.webapp import McpJsonMiddleware
+
+    output = {"answer": {"question": "Q?", "sentences": [{"text": "It's 330 m [2].", "citations": [2], "score": 0.9,
+                                                         "supported": True, "evidence": None}]}}
+    replies = {
+        "call": {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": repr(output)}]}},
+        "error": {"jsonrpc": "2.0", "id": 2, "result": {"isError": True, "content": [{"type": "text", "text": "{'a': 1}"}]}},
+        "list": {"jsonrpc": "2.0", "id": 3, "result": {"tools": [{"name": "vanilla"}]}},
+        "prose": {"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": "__import__('os')"}]}},
+    }
+
+    async def mcp(request):
+        kind = (await request.json())["kind"]
+        if kind == "stream":
+            return StreamingResponse(iter([b"data: {'a': 1}\n\n"]), media_type="text/event-stream")
+        return JSONResponse(replies[kind])
+
+    client = TestClient(McpJsonMiddleware(Starlette(routes=[Route(p, mcp, methods=["POST"]) for p in ("/mcp", "/other")])))
+    got = client.post("/mcp", json={"kind": "call"})
+    result = got.json()["result"]
+    assert json.loads(result["content"][0]["text"]) == output["answer"] == result["structuredContent"]
+    assert int(got.headers["content-length"]) == len(got.content)
+    for kind in ("error", "list", "prose"):
+        assert client.post("/mcp", json={"kind": kind}).json() == replies[kind], kind
+    assert client.post("/other", json={"kind": "call"}).json() == replies["call"]
+    assert client.post("/mcp", json={"kind": "stream"}).text == "data: {'a': 1}\n\n"
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["--verifier", "foo"], "VanillaContext.verifier: unknown verifier spec 'foo'"),
     (["--llm", "nonsense"], "VanillaContext.llm: unknown model spec 'nonsense'"),

@@ -180,3 +180,21 @@ def test_the_sdk_gets_the_same_one_line_errors_as_the_cli(server):
         text = json.dumps(out)
         assert '"error": "InputError"' in text and needle in text, text[:500]
     assert len(fake.requests) == before  # no model call was made
+
+
+def test_the_servers_mcp_endpoint_returns_the_answer_as_json(server):
+    """langgraph dev's own /mcp endpoint (each graph a tool): a tools/call reply carries the
+    AttributedAnswer as JSON text and as structuredContent (the server alone writes a Python repr;
+    langgraph.json's app rewrites it, citegraph/graphs/webapp.py)."""
+    import httpx
+
+    client, _ = server
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "vanilla", "arguments": {"question": "Eiffel Tower?", "documents": DOCS},
+                       "context": {"llm": "openai:fake-model"}}}
+    got = httpx.post(f"{client.http.client.base_url}/mcp", json=call, timeout=120,
+                     headers={"Accept": "application/json, text/event-stream"})
+    result = got.json()["result"]
+    answer = json.loads(result["content"][0]["text"])
+    assert [s["citations"] for s in answer["sentences"]] == [[2], [1, 3]]
+    assert result["structuredContent"] == answer
