@@ -45,17 +45,32 @@ def context_keys(body: bytes) -> list[str] | None:
     return sorted(map(str, ctx)) if isinstance(ctx, dict) and ctx else None
 
 
-class ContextKeysMiddleware:
-    """Pure ASGI middleware: a POST that creates a run gets :data:`CONTEXT_KEYS_HEADER` (a JSON list)
-    when its body has a Context; its body is passed on unchanged."""
+class _PostMiddleware:
+    """Pure ASGI middleware for the POST requests to the paths ``route`` matches (:meth:`handle`);
+    everything else passes to the app as it is."""
+
+    route: re.Pattern[str]
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or scope.get("method") != "POST" or not RUN_ROUTE.match(scope.get("path", "")):
+        if scope.get("type") == "http" and scope.get("method") == "POST" and self.route.match(scope.get("path", "")):
+            await self.handle(scope, receive, send)
+        else:
             await self.app(scope, receive, send)
-            return
+
+    async def handle(self, scope: dict, receive: Any, send: Any) -> None:
+        raise NotImplementedError
+
+
+class ContextKeysMiddleware(_PostMiddleware):
+    """A POST that creates a run gets :data:`CONTEXT_KEYS_HEADER` (a JSON list) when its body has a
+    Context; its body is passed on unchanged."""
+
+    route = RUN_ROUTE
+
+    async def handle(self, scope: dict, receive: Any, send: Any) -> None:
         chunks, more = [], True
         while more:
             message = await receive()
@@ -112,17 +127,13 @@ def mcp_reply_as_json(body: bytes) -> bytes | None:
     return json.dumps(message, ensure_ascii=False).encode()
 
 
-class McpJsonMiddleware:
-    """Pure ASGI middleware: a JSON reply of ``POST /mcp`` goes through :func:`mcp_reply_as_json`
-    (its ``content-length`` set anew); every other response passes as it is, streamed."""
+class McpJsonMiddleware(_PostMiddleware):
+    """A JSON reply of ``POST /mcp`` goes through :func:`mcp_reply_as_json` (its ``content-length``
+    set anew); every other response passes as it is, streamed."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    route = MCP_ROUTE
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or scope.get("method") != "POST" or not MCP_ROUTE.match(scope.get("path", "")):
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: dict, receive: Any, send: Any) -> None:
         start: dict | None = None
         chunks: list[bytes] = []
 
