@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -47,6 +47,8 @@ class Settings(BaseSettings):
     mcp_token: str = Field("", description="the bearer token citegraph mcp --http requires off loopback")
     trace: str = Field("", description="an OTLP/HTTP collector every graph's runs are traced to (docs/operations.md#traces)")
     trace_project: str = Field("", description="the Phoenix project traces go to (unset: citegraph)")
+    pdf_reader: Literal["pypdf", "pypdfium2"] = Field("pypdf", description="what reads a PDF's page text: pypdf, or "
+                                                      "pypdfium2 (the pdfium extra; docs/corpus.md#pdfs-and-page-exact-citations)")
 
 
 #: the variables whose values are secrets: ``citegraph env`` prints them as set or unset only
@@ -58,7 +60,9 @@ def env_name(name: str) -> str:
 
 
 def _expected(field: Any) -> str:
-    """What a field takes, in words: "a whole number between 1 and 64", "a number above 0"."""
+    """What a field takes, in words: "a whole number between 1 and 64", "a number above 0", "one of a, b"."""
+    if get_origin(field.annotation) is Literal:
+        return "one of " + ", ".join(map(str, get_args(field.annotation)))
     kinds = set(getattr(field.annotation, "__args__", ())) | {field.annotation}
     noun = "a whole number" if int in kinds else "a number" if float in kinds else "a path" if Path in kinds else "text"
     b = {k: getattr(m, k) for m in field.metadata for k in ("ge", "gt", "le", "lt") if getattr(m, k, None) is not None}

@@ -56,6 +56,53 @@ def test_pdf_text_is_clean_and_every_page_is_mapped(tmp_path):
     assert doc.notes == [f"{tmp_path / 'survey.pdf'}: no text layer on page(s) 7 (scanned?): skipped"]
 
 
+@pytest.mark.parametrize("reader", ["pypdf", "pypdfium2"])
+def test_both_pdf_readers_give_the_same_clean_text_and_pages(tmp_path, monkeypatch, reader):
+    """CITEGRAPH_PDF_READER picks what reads the page text; PDFium's line ends and its own mark for a
+    hyphen at a line end (U+FFFE) reach the cleanup as pypdf's do, so the text is the same."""
+    if reader == "pypdfium2":
+        pytest.importorskip("pypdfium2", reason="the pdfium extra is not installed")
+    monkeypatch.setenv("CITEGRAPH_PDF_READER", reader)
+    doc = read_pdf(survey_pdf(tmp_path / "survey.pdf"))
+    assert isinstance(doc, SourceDoc) and doc.title == "The Kestrel Island Survey"
+    assert "Island Ecology Reports" not in doc.text and "Seabirds of the north" not in doc.text
+    assert "ringed by volunteers from the mainland." in doc.text
+    assert "against the national register each autumn." in doc.text
+    pages = doc.metadata["pages"]
+    assert [p for p, _, _ in pages] == [1, 2, 3, 4, 5, 6]
+    assert all(page_of(pages, doc.text.index(fact)) == n for n, fact in enumerate(FACTS, 1))
+    assert doc.text == read_pdf(tmp_path / "survey.pdf", reader="pypdf").text
+
+
+def test_the_pdfium_reader_without_its_package_is_one_line(tmp_path, monkeypatch):
+    from citegraph.errors import InputError
+
+    monkeypatch.setitem(sys.modules, "pypdfium2", None)  # as if the extra were not installed
+    with pytest.raises(InputError, match=r"^CITEGRAPH_PDF_READER=pypdfium2 needs pypdfium2: pip install 'citegraph\[pdfium\]'$"):
+        read_pdf(survey_pdf(tmp_path / "survey.pdf"), reader="pypdfium2")
+    monkeypatch.setenv("CITEGRAPH_PDF_READER", "pdfminer")
+    with pytest.raises(InputError, match=r"^CITEGRAPH_PDF_READER='pdfminer': expected one of pypdf, pypdfium2$"):
+        read_pdf(tmp_path / "survey.pdf")
+
+
+def test_an_appendix_after_the_references_is_kept_and_a_compound_keeps_its_hyphen():
+    """The reference list is left out up to an appendix heading, not to the end; a word broken at a
+    hyphen that the document writes with one elsewhere keeps it, any other is joined."""
+    pages = [(1, "Results\nThe final camera-ready copy was sent in May.\nThe draft went out as a camera-\n"
+                 "ready version and the infor-\nmation was complete."),
+             (2, "The method needs two passes over the data."),
+             (3, "Discussion\nThe second pass is cheaper than the first.\nReferences\n[1] A. Author. A title. 2020."),
+             (4, "[2] B. Author. Another title. 2021.\nAPPENDIX A: EXTRA TABLES\nThe appendix lists every run we made.")]
+    doc = pages_to_doc("p", "Paper", pages)
+    assert "a camera-ready version and the information was complete." in doc.text
+    assert "The appendix lists every run we made." in doc.text and "[2] B. Author" not in doc.text
+    assert "A title" not in doc.text
+    refs = doc.metadata["references"]
+    assert refs["page"] == 3 and refs["resumes"] == 4 and refs["chars"] == len("References\n[1] A. Author. A title. 2020.\n"
+                                                                             "[2] B. Author. Another title. 2021.\n")
+    assert page_of(doc.metadata["pages"], doc.text.index("The appendix lists")) == 4
+
+
 def test_a_pdf_without_text_or_not_a_pdf_is_a_bad_line_with_the_reason(tmp_path):
     scan = read_pdf(write_pdf(tmp_path / "scan.pdf", [None, None]))
     assert isinstance(scan, BadLine) and "no text layer on any of its 2 page(s)" in scan.reason

@@ -3,19 +3,25 @@ that lets a citation name its page.
 
 :func:`read_pdf` turns a file into one :class:`~citegraph.corpus.sources.SourceDoc`; :func:`pages_to_doc`
 does the same for pages read by anything else (a LangChain document loader's page documents:
-:func:`from_langchain`). The cleanup, in order:
+:func:`from_langchain`). The page text comes from pypdf, or from pypdfium2 (PDFium) where
+``$CITEGRAPH_PDF_READER`` is ``pypdfium2`` and the ``pdfium`` extra is installed: on papers whose justified
+lines pypdf reads without their spaces it keeps many more sentences whole (docs/corpus.md). The cleanup,
+in order:
 
 - ligatures (ﬁ, ﬂ, ﬀ, ﬃ, ﬄ, ﬅ, ﬆ) become their letters;
 - running headers and footers go: a line among the first or last two of a page that recurs (digits and
   punctuation aside, nearly the same: OCR varies; two words at least) on at least half of the pages,
   three at least, and lone
   page numbers ("7", "- 7 -", "Page 7 of 12");
-- a word hyphenated across a line break (or a page break) is joined ("infor-" + "mation"); other line
-  breaks inside a paragraph become spaces, so no header or page number is glued into a sentence, and a
-  sentence that runs on over a page break stays one sentence (its page is the one it starts on);
+- a word hyphenated across a line break (or a page break) is joined ("infor-" + "mation"), unless the
+  document writes the same two parts with a hyphen elsewhere ("camera-" + "ready" stays "camera-ready");
+  other line breaks inside a paragraph become spaces, so no header or page number is glued into a
+  sentence, and a sentence that runs on over a page break stays one sentence (its page is the one it
+  starts on);
 - the reference list is kept apart: from a "References" / "Bibliography" heading in the second half of
-  the document to its end, it is left out of the text (``metadata["references"]`` says from which page and
-  how many characters), so its titles are not retrieved or cited as if they were the paper's claims;
+  the document to an appendix heading ("APPENDIX A: ...", "Supplementary material") or the end, it is left
+  out of the text (``metadata["references"]`` says from which page and how many characters), so its titles
+  are not retrieved or cited as if they were the paper's claims; appendices after it are kept;
 - a page without a text layer (a scan) is skipped with a note naming it; a PDF with no text at all is a
   :class:`~citegraph.corpus.sources.BadLine`.
 
@@ -31,6 +37,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from citegraph.corpus.records import BadLine, SourceDoc
+from citegraph.errors import InputError
+from citegraph.settings import setting
 
 LIGATURES = {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "ft",
              "\ufb06": "st"}
@@ -38,6 +46,10 @@ _LIG = re.compile("[" + "".join(LIGATURES) + "]")
 _PAGE_NO = re.compile(r"^\s*(?:page\s+)?[-–—(\[]?\s*\d{1,4}\s*[-–—)\]]?\s*(?:(?:of|/)\s*\d{1,4})?\s*$", re.I)
 _REFS = re.compile(r"^\s*(?:\d{1,2}\.?\s+|[IVX]{1,4}\.\s+)?(references|bibliography|works cited|literature cited)\s*$",
                    re.I)
+#: a heading after the reference list that starts an appendix: the text resumes there
+_APPENDIX = re.compile(r"^\s*(?:[A-Z](?:\.\d+)*\.?\s+)?(?:APPENDIX|Appendix|APPENDICES|Appendices|"
+                       r"SUPPLEMENTARY\s+MATERIAL|Supplementary\s+(?:[Mm]aterials?|[Ii]nformation))\b")
+_COMPOUND = re.compile(r"([^\W\d_]{2,})-([^\W\d_]{2,})")
 _EDGE = 2  # lines at the top and the bottom of a page that may be a running header or footer
 _MIN_PAGE_CHARS = 8  # a page with less extracted text has no text layer (a scan)
 
@@ -121,10 +133,29 @@ def _heading(line: str, before: str, after: str) -> bool:
             and (not before or bool(_ENDS_SENTENCE.search(before))))
 
 
-def _join(lines: list[str]) -> str:
-    """One page's lines as paragraphs: a hyphenated word joined, other breaks a space; a blank line
-    stays a paragraph break, and a heading (:func:`_heading`) is a paragraph of its own, so that it
-    is never glued to the sentence after it."""
+def _compounds(pages: Iterable[list[str]]) -> set[tuple[str, str]]:
+    """The hyphenated words written inside a line somewhere in the document ("camera-ready"), as
+    lower-cased (left, right) pairs: a line break after their hyphen keeps it."""
+    return {(a.lower(), b.lower()) for lines in pages for x in lines for a, b in _COMPOUND.findall(x)}
+
+
+def _hyphen_join(text: str, line: str, compounds: set[tuple[str, str]]) -> str | None:
+    """``text`` (ending in a word and a hyphen) and ``line`` (starting in lower case) as one word:
+    without the hyphen, or with it where the document writes that compound; None when they are no
+    hyphenated word."""
+    if not (text.endswith("-") and len(text) > 1 and text[-2].isalpha() and line[:1].islower()):
+        return None
+    left = re.search(r"([^\W\d_]+)-$", text)
+    right = re.match(r"[^\W\d_]+", line)
+    if left and right and (left.group(1).lower(), right.group(0).lower()) in compounds:
+        return text + line
+    return text[:-1] + line
+
+
+def _join(lines: list[str], compounds: set[tuple[str, str]] = frozenset()) -> str:
+    """One page's lines as paragraphs: a hyphenated word joined (:func:`_hyphen_join`), other breaks a
+    space; a blank line stays a paragraph break, and a heading (:func:`_heading`) is a paragraph of its
+    own, so that it is never glued to the sentence after it."""
     out = ""
     clean = [" ".join(raw.split()) for raw in lines]
     for i, line in enumerate(clean):
@@ -134,10 +165,11 @@ def _join(lines: list[str]) -> str:
             continue
         prev = out.rsplit("\n\n", 1)[-1]
         nxt = next((x for x in clean[i + 1:] if x), "")
+        joined = _hyphen_join(out, line, compounds)
         if _heading(line, prev, nxt):
             out = (out.rstrip() + "\n\n" if out else "") + line + "\n\n"
-        elif out.endswith("-") and len(out) > 1 and out[-2].isalpha() and line[:1].islower():
-            out = out[:-1] + line
+        elif joined is not None:
+            out = joined
         elif out and not out.endswith("\n\n"):
             out += " " + line
         else:
@@ -166,29 +198,32 @@ def pages_to_doc(doc_id: str, title: str, pages: Sequence[tuple[int, str]], *, p
         title = head if _looks_like_title(head) else ""
     text, spans = "", []
     refs: dict[str, Any] | None = None
+    in_refs = False
+    compounds = _compounds(lines for _, lines in kept)
     for k, (n, lines) in enumerate(kept):
         lines = _strip_edges(lines, running)
         if not title and k == 0 and lines and _looks_like_title(lines[0]):
             title = " ".join(lines[0].split())  # a paper's first line is its title
-        if k >= len(kept) // 2:  # a reference list starts in the document's second half
+        if in_refs:
+            lines, in_refs = _after_references(lines, refs, n)
+        elif refs is None and k >= len(kept) // 2:  # a reference list starts in the document's second half
             at = next((j for j, x in enumerate(lines) if _REFS.match(x)), None)
             if at is not None:
-                rest = [x for _, ls in kept[k + 1:] for x in ls]
-                refs = {"page": n, "chars": sum(len(x) + 1 for x in lines[at:] + rest)}
-                lines = lines[:at]
-        body = _join(lines)
+                refs = {"page": n, "chars": 0}
+                tail, in_refs = _after_references(lines[at:], refs, n)
+                lines = lines[:at] + ([""] + tail if tail else [])
+        body = _join(lines, compounds)
         if body:
-            if text.endswith("-") and text[-2:-1].isalpha() and body[:1].islower():
-                text = text[:-1]  # a word hyphenated across the page break: its end starts this page
-                spans[-1][2] = len(text)
+            joined = _hyphen_join(text, body, compounds)
+            if joined is not None:  # a word hyphenated across the page break: its end starts this page
+                spans[-1][2] = len(joined) - len(body)
+                text = joined[:len(joined) - len(body)]
             elif text and text[-1] not in _ENDS and body[:1].islower():
                 text += " "  # a sentence that runs on over the page break stays one sentence
             elif text:
                 text += "\n\n"
             spans.append([n, len(text), len(text) + len(body)])
             text += body
-        if refs is not None:
-            break
     meta = dict(metadata or {})
     meta.update(pages=spans, page_count=len(texts))
     notes = []
@@ -197,6 +232,19 @@ def pages_to_doc(doc_id: str, title: str, pages: Sequence[tuple[int, str]], *, p
     if refs is not None:
         meta["references"] = refs
     return SourceDoc(id=doc_id, title=title, text=text, metadata=meta, path=path, size=size, notes=notes)
+
+
+def _after_references(lines: list[str], refs: dict[str, Any], page: int) -> tuple[list[str], bool]:
+    """A page's lines inside the reference list: (the lines from an appendix heading on, whether the
+    list goes on after them); the lines left out are counted in ``refs["chars"]``, and the page an
+    appendix resumes on is ``refs["resumes"]``."""
+    at = next((j for j, x in enumerate(lines) if len(x.split()) <= 12 and _APPENDIX.match(x)), None)
+    cut = lines if at is None else lines[:at]
+    refs["chars"] += sum(len(x) + 1 for x in cut)
+    if at is None:
+        return [], True
+    refs["resumes"] = page
+    return lines[at:], False
 
 
 _ENDS = '.!?:;"\u201d\u2019)]'
@@ -220,13 +268,11 @@ def _ranges(nums: Iterable[int]) -> str:
     return ", ".join(out)
 
 
-def read_pdf(path: str | Path, doc_id: str | None = None) -> SourceDoc | BadLine:
+def read_pdf(path: str | Path, doc_id: str | None = None, reader: str | None = None) -> SourceDoc | BadLine:
     """A PDF file as one document (id: ``doc_id`` or the file name; title: the PDF's own title, else its
-    first line, else the file name); a file pypdf cannot read, an encrypted one or one with no text is a
-    :class:`BadLine` with the reason."""
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
-
+    first line, else the file name); a file the reader cannot read, an encrypted one or one with no text
+    is a :class:`BadLine` with the reason. ``reader``: pypdf or pypdfium2 (default:
+    ``$CITEGRAPH_PDF_READER``, else pypdf)."""
     p = Path(path)
     size = p.stat().st_size
     with p.open("rb") as f:
@@ -234,28 +280,65 @@ def read_pdf(path: str | Path, doc_id: str | None = None) -> SourceDoc | BadLine
     if b"%PDF-" not in head:
         kind = "HTML" if head.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")) else "no %PDF header"
         return BadLine(str(p), 0, f"not a PDF ({kind})", size)
-    quiet = logging.getLogger("pypdf")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)  # pypdf's repair notes ("EOF marker not found"): the reason below says it
-    try:
-        reader = PdfReader(str(p))
-        if reader.is_encrypted and not reader.decrypt(""):
-            return BadLine(str(p), 0, "encrypted PDF (a password is needed to read it)", size)
-        pages = [(n, page.extract_text() or "") for n, page in enumerate(reader.pages, 1)]
-        info = reader.metadata or {}
-        title = str(info.get("/Title") or "").strip()
-        if _JUNK_TITLE.search(title):  # a file name or an editor's placeholder, not the work's title
-            title = ""
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
-        return BadLine(str(p), 0, f"not a readable PDF ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'no detail'})", size)
-    finally:
-        quiet.setLevel(level)
+    read = _pdfium_pages if (reader or setting("pdf_reader")) == "pypdfium2" else _pypdf_pages
+    got = read(p)
+    if isinstance(got, str):
+        return BadLine(str(p), 0, got, size)
+    pages, title = got
+    if _JUNK_TITLE.search(title):  # a file name or an editor's placeholder, not the work's title
+        title = ""
     if not pages:
         return BadLine(str(p), 0, "a PDF with no pages", size)
     doc = pages_to_doc(doc_id or p.name, title, pages, path=str(p), size=size, metadata={"path": doc_id or p.name})
     if isinstance(doc, SourceDoc) and not doc.title:
         doc.title = p.stem
     return doc
+
+
+def _pypdf_pages(p: Path) -> tuple[list[tuple[int, str]], str] | str:
+    """(page number, text) of every page and the PDF's title, with pypdf; or why it cannot be read."""
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    quiet = logging.getLogger("pypdf")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # pypdf's repair notes ("EOF marker not found"): the reason below says it
+    try:
+        reader = PdfReader(str(p))
+        if reader.is_encrypted and not reader.decrypt(""):
+            return "encrypted PDF (a password is needed to read it)"
+        pages = [(n, page.extract_text() or "") for n, page in enumerate(reader.pages, 1)]
+        return pages, str((reader.metadata or {}).get("/Title") or "").strip()
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
+        return f"not a readable PDF ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'no detail'})"
+    finally:
+        quiet.setLevel(level)
+
+
+def _pdfium_pages(p: Path) -> tuple[list[tuple[int, str]], str] | str:
+    """The same with pypdfium2 (PDFium): its line ends made newlines, and the hyphen it marks where it
+    broke a word at a line end (U+FFFE, with or without that line end) a hyphen and a newline, so the
+    cleanup treats both readers' text alike."""
+    try:
+        import pypdfium2 as pdfium  # the optional pdfium extra
+    except ImportError:
+        raise InputError("CITEGRAPH_PDF_READER=pypdfium2 needs pypdfium2: pip install 'citegraph[pdfium]'") from None
+    try:
+        doc = pdfium.PdfDocument(str(p))
+    except pdfium.PdfiumError as e:
+        if "password" in str(e).lower():
+            return "encrypted PDF (a password is needed to read it)"
+        return f"not a readable PDF (PdfiumError: {str(e).splitlines()[0][:120] if str(e) else 'no detail'})"
+    try:
+        pages = []
+        for n in range(len(doc)):
+            textpage = doc[n].get_textpage()
+            text = textpage.get_text_range()
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+            pages.append((n + 1, re.sub("\ufffe\n?", "-\n", text)))
+        return pages, str(doc.get_metadata_dict().get("Title") or "").strip()
+    finally:
+        doc.close()
 
 
 def from_langchain(documents: Iterable[Any]) -> list[SourceDoc | BadLine]:
