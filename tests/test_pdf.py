@@ -74,6 +74,28 @@ def test_both_pdf_readers_give_the_same_clean_text_and_pages(tmp_path, monkeypat
     assert doc.text == read_pdf(tmp_path / "survey.pdf", reader="pypdf").text
 
 
+#: sentences of the JACoW paper (tests/data/jacow_a4.pdf, two columns) and the page each was read off,
+#: checked by eye on the rendered pages; two of them are broken at a line-end hyphen in the PDF ("coau-thor")
+#: or at a dash ("[1–" / "4, 10]"), the last one follows a subsection heading "References"
+JACOW = [(3, "Multiple citations should appear in the same bracket [3, 4] and with ranges where appropriate [1–4, 10]."),
+         (4, "Check that there are no page numbers."),
+         (7, "The preference for ‘et al.’ takes precedence when the number of authors becomes large (e.g., >6)."),
+         (10, "When there is more than one author, the submitting author should be first, followed by the coauthor."),
+         (10, "Please also ensure that references in the text are cited in sequential order.")]
+
+
+@pytest.mark.parametrize("reader", ["pypdf", "pypdfium2"])
+def test_a_real_two_column_paper_keeps_its_sentences_whole_on_their_pages(reader):
+    if reader == "pypdfium2":
+        pytest.importorskip("pypdfium2", reason="the pdfium extra is not installed")
+    doc = read_pdf(Path(__file__).parent / "data" / "jacow_a4.pdf", reader=reader)
+    assert isinstance(doc, SourceDoc) and doc.metadata["page_count"] == 10
+    for page, sentence in JACOW:
+        at = doc.text.find(sentence)
+        assert at >= 0 and page_of(doc.metadata["pages"], at) == page, (page, sentence)
+    assert "references" not in doc.metadata  # its "References" subsection is prose, not a reference list
+
+
 def test_the_pdfium_reader_without_its_package_is_one_line(tmp_path, monkeypatch):
     from citegraph.errors import InputError
 

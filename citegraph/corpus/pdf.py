@@ -19,7 +19,8 @@ in order:
   sentence, and a sentence that runs on over a page break stays one sentence (its page is the one it
   starts on);
 - the reference list is kept apart: from a "References" / "Bibliography" heading in the second half of
-  the document to an appendix heading ("APPENDIX A: ...", "Supplementary material") or the end, it is left
+  the document that a reference entry follows (not a subsection of that name that goes on in prose) to an
+  appendix heading ("APPENDIX A: ...", "Supplementary material") or the end, it is left
   out of the text (``metadata["references"]`` says from which page and how many characters), so its titles
   are not retrieved or cited as if they were the paper's claims; appendices after it are kept;
 - a page without a text layer (a scan) is skipped with a note naming it; a PDF with no text at all is a
@@ -49,6 +50,8 @@ _REFS = re.compile(r"^\s*(?:\d{1,2}\.?\s+|[IVX]{1,4}\.\s+)?(references|bibliogra
 #: a heading after the reference list that starts an appendix: the text resumes there
 _APPENDIX = re.compile(r"^\s*(?:[A-Z](?:\.\d+)*\.?\s+)?(?:APPENDIX|Appendix|APPENDICES|Appendices|"
                        r"SUPPLEMENTARY\s+MATERIAL|Supplementary\s+(?:[Mm]aterials?|[Ii]nformation))\b")
+#: the start of a reference entry: "[12]", "12.", "12 " before a capital, "Smith, J.", "Smith J. A.,", "Smith J., 2013"
+_ENTRY = re.compile(r"^\s*(?:\[\w[\w+.-]*\]|\d{1,3}\.?\s+\S|[^\W\d_][\w'\u2019-]+,?\s+(?:[A-Z]\.|[A-Z]\w*,\s))")
 _COMPOUND = re.compile(r"([^\W\d_]{2,})-([^\W\d_]{2,})")
 _EDGE = 2  # lines at the top and the bottom of a page that may be a running header or footer
 _MIN_PAGE_CHARS = 8  # a page with less extracted text has no text layer (a scan)
@@ -207,7 +210,7 @@ def pages_to_doc(doc_id: str, title: str, pages: Sequence[tuple[int, str]], *, p
         if in_refs:
             lines, in_refs = _after_references(lines, refs, n)
         elif refs is None and k >= len(kept) // 2:  # a reference list starts in the document's second half
-            at = next((j for j, x in enumerate(lines) if _REFS.match(x)), None)
+            at = next((j for j, x in enumerate(lines) if _REFS.match(x) and _entry_follows(lines, j, kept[k + 1:])), None)
             if at is not None:
                 refs = {"page": n, "chars": 0}
                 tail, in_refs = _after_references(lines[at:], refs, n)
@@ -232,6 +235,14 @@ def pages_to_doc(doc_id: str, title: str, pages: Sequence[tuple[int, str]], *, p
     if refs is not None:
         meta["references"] = refs
     return SourceDoc(id=doc_id, title=title, text=text, metadata=meta, path=path, size=size, notes=notes)
+
+
+def _entry_follows(lines: list[str], at: int, later: Sequence[tuple[int, list[str]]]) -> bool:
+    """Whether the first line after a "References" heading (on this page or the next) starts a
+    reference entry ("[1] ...", "1. A. Author", "Author, A.", "Author A. N., 2013"): a subsection
+    called "References" that goes on in prose is not the reference list."""
+    after = [x for x in lines[at + 1:] if x.strip()] or [x for _, ls in later[:1] for x in ls if x.strip()]
+    return bool(after) and bool(_ENTRY.match(after[0]))
 
 
 def _after_references(lines: list[str], refs: dict[str, Any], page: int) -> tuple[list[str], bool]:
