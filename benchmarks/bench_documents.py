@@ -34,6 +34,7 @@ import shutil
 import sys
 import tempfile
 import time
+import unicodedata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,7 +42,8 @@ DEFAULT_PDFS = ["/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf", "/u
 
 
 def squash(s: str) -> str:
-    return re.sub(r"[\s\-\u00ad]+", "", s).lower()
+    """Whitespace and hyphens aside, case-folded, ligatures unfolded (pypdf's page text keeps "ﬁ")."""
+    return re.sub(r"[\s\-\u00ad]+", "", unicodedata.normalize("NFKC", s)).lower()
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
