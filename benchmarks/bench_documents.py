@@ -119,6 +119,7 @@ def main(argv=None) -> int:
     from citegraph.run.runner import answer_item
     from citegraph.state.answer import page_of
     from citegraph.tools.sentences import split_sentences
+    from citegraph.settings import setting
 
     pdfs = [Path(p) for p in (args.pdf or DEFAULT_PDFS) if Path(p).is_file()]
     if not pdfs:
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
     commit = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
     print(f"commit {commit}; files: {', '.join(p.name for p in pdfs)}\n")
 
-    print("1. extraction (read_pdf: pypdf, then the cleanup)")
+    print(f"1. extraction (read_pdf: {setting('pdf_reader')} (CITEGRAPH_PDF_READER), then the cleanup)")
     docs, raw = {}, {}
     for p in pdfs:
         t0 = time.perf_counter()
