@@ -52,6 +52,7 @@ _APPENDIX = re.compile(r"^\s*(?:[A-Z](?:\.\d+)*\.?\s+)?(?:APPENDIX|Appendix|APPE
                        r"SUPPLEMENTARY\s+MATERIAL|Supplementary\s+(?:[Mm]aterials?|[Ii]nformation))\b")
 #: the start of a reference entry: "[12]", "12.", "12 " before a capital, "Smith, J.", "Smith J. A.,", "Smith J., 2013"
 _ENTRY = re.compile(r"^\s*(?:\[\w[\w+.-]*\]|\d{1,3}\.?\s+\S|[^\W\d_][\w'\u2019-]+,?\s+(?:[A-Z]\.|[A-Z]\w*,\s))")
+_CITED_WORK = re.compile(r"https?://|\bdoi\b|\b(?:1[89]|20)\d\d[a-z]?\b", re.I)
 _COMPOUND = re.compile(r"([^\W\d_]{2,})-([^\W\d_]{2,})")
 _EDGE = 2  # lines at the top and the bottom of a page that may be a running header or footer
 _MIN_PAGE_CHARS = 8  # a page with less extracted text has no text layer (a scan)
@@ -239,10 +240,10 @@ def pages_to_doc(doc_id: str, title: str, pages: Sequence[tuple[int, str]], *, p
 
 def _entry_follows(lines: list[str], at: int, later: Sequence[tuple[int, list[str]]]) -> bool:
     """Whether the first line after a "References" heading (on this page or the next) starts a
-    reference entry ("[1] ...", "1. A. Author", "Author, A.", "Author A. N., 2013"): a subsection
-    called "References" that goes on in prose is not the reference list."""
+    reference entry ("[1] ...", "1. A. Author", "Author, A.", "Author A. N., 2013") or names a work (a
+    URL, a DOI, a year): a subsection called "References" that goes on in prose is not the list."""
     after = [x for x in lines[at + 1:] if x.strip()] or [x for _, ls in later[:1] for x in ls if x.strip()]
-    return bool(after) and bool(_ENTRY.match(after[0]))
+    return bool(after) and bool(_ENTRY.match(after[0]) or _CITED_WORK.search(after[0]))
 
 
 def _after_references(lines: list[str], refs: dict[str, Any], page: int) -> tuple[list[str], bool]:
