@@ -17,7 +17,7 @@ written by hand against them, each with the page that answers it. Prints:
    headings glued to the sentence after them;
 3. citations: N sentences per file, evenly spaced (8-40 words), checked by ``cite`` over an index of the
    files: the share whose evidence span is exact (the document's text at ``start:end`` is the evidence
-   text, and that text, whitespace and hyphens aside, starts on the reported page of the PDF as pypdf reads
+   text, and that text, whitespace and hyphens aside, starts on the reported page of the PDF as the reader reads
    it, running on to the next page at most), and, where the evidence is the checked sentence itself,
    whether its page is a page that sentence is on;
 4. retrieval: Recall@5 of the questions (hybrid search; a hit counts when its chunk's pages hold the
@@ -110,10 +110,9 @@ def main(argv=None) -> int:
     ap.add_argument("--questions", default=str(REPO / "benchmarks" / "data" / "document_questions.json"))
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO))
-    from pypdf import PdfReader
 
     from citegraph.corpus import build_index, open_corpus
-    from citegraph.corpus.pdf import read_pdf
+    from citegraph.corpus.pdf import page_texts, read_pdf
     from citegraph.graphs.registry import entry
     from citegraph.run.datasets import Item
     from citegraph.run.runner import answer_item
@@ -136,7 +135,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         d = read_pdf(p)
         secs = time.perf_counter() - t0
-        raw[p.name] = [pg.extract_text() or "" for pg in PdfReader(str(p)).pages]
+        raw[p.name] = [text for _, text in page_texts(p)]  # as the reader in use gives them
         docs[p.name] = d
         n = d.metadata["page_count"]
         print(f"   {p.name:40s} {n:3d} pages {secs:6.2f} s  {n / secs:6.1f} pages/s  {len(d.text):7,d} chars"

@@ -292,8 +292,7 @@ def read_pdf(path: str | Path, doc_id: str | None = None, reader: str | None = N
     if b"%PDF-" not in head:
         kind = "HTML" if head.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")) else "no %PDF header"
         return BadLine(str(p), 0, f"not a PDF ({kind})", size)
-    read = _pdfium_pages if (reader or setting("pdf_reader")) == "pypdfium2" else _pypdf_pages
-    got = read(p)
+    got = _reader(reader)(p)
     if isinstance(got, str):
         return BadLine(str(p), 0, got, size)
     pages, title = got
@@ -305,6 +304,19 @@ def read_pdf(path: str | Path, doc_id: str | None = None, reader: str | None = N
     if isinstance(doc, SourceDoc) and not doc.title:
         doc.title = p.stem
     return doc
+
+
+def page_texts(path: str | Path, reader: str | None = None) -> list[tuple[int, str]]:
+    """(page number, text) of every page as the reader gives it, before the cleanup (what a naive reader
+    gets; ``reader`` as in :func:`read_pdf`); an unreadable file is an InputError with the reason."""
+    got = _reader(reader)(Path(path))
+    if isinstance(got, str):
+        raise InputError(f"{path}: {got}")
+    return got[0]
+
+
+def _reader(reader: str | None) -> Any:
+    return _pdfium_pages if (reader or setting("pdf_reader")) == "pypdfium2" else _pypdf_pages
 
 
 def _pypdf_pages(p: Path) -> tuple[list[tuple[int, str]], str] | str:
