@@ -86,6 +86,20 @@ def test_bounds_hedges_and_acronyms_are_not_conflicts():
     assert find_conflicts("", "Anything.") == [] and find_conflicts("Anything.", " ") == []
 
 
+def test_a_word_swapped_for_another_word_of_the_premise():
+    """A near-copy of one premise sentence with one word taken from elsewhere in the premise (an LLM
+    mixing up two rules of one document); a sentence that another premise sentence fully holds, a word
+    the premise never uses, or two words changed are left to the verifier."""
+    premise = ("Figure captions should be placed below the figure and centred if on one line. "
+               "Table captions should be placed above the table and centred if on one line.")
+    assert kinds(premise, "Table captions should be placed below the figure and centred if on one line.") == ["swap"]
+    assert kinds(premise, "Figure captions should be placed below the figure.") == []
+    assert kinds(premise, "Figure legends should be placed below the figure and centred if on one line.") == []
+    assert kinds(premise, "Table captions should be placed above the table.") == []
+    (f,) = find_conflicts(premise, "Table captions should be placed below the figure and centred if on one line.")
+    assert str(f) == "swap: the claim has 'Table' where its premise sentence has 'Figure'"
+
+
 def test_findings_say_what_they_saw():
     (f,) = find_conflicts(LAB, "The Orvik laboratory tested the new vaccine on 300 volunteers.")
     assert f.kind == "number" and "300" in str(f)

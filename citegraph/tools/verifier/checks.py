@@ -2,7 +2,7 @@
 what its premise says.
 
 The bundled cross-encoder scores "The drug did not ease symptoms" and "YouTube acquired Google" as
-supported by premises saying the opposite (docs/verifier.md). :func:`find_conflicts` looks for five
+supported by premises saying the opposite (docs/verifier.md). :func:`find_conflicts` looks for six
 kinds of conflict between a claim and the premise sentence it aligns with, by rules over words (no
 tagger or parser ships here):
 
@@ -12,7 +12,9 @@ tagger or parser ships here):
 - ``number``: a number, month or year of the claim is nowhere in the premise;
 - ``name``: a capitalised name of the claim is nowhere in the premise;
 - ``role``: two words on either side of a shared verb or comparative trade sides (A acquired B / B
-  acquired A), with the passive voice taken into account.
+  acquired A), with the passive voice taken into account;
+- ``swap``: the claim copies its premise sentence but for one word, which it takes from elsewhere in the
+  premise ("Table captions ... below the figure" from "Figure captions ... below the figure").
 
 :class:`CheckedVerifier` (spec ``<base spec>+checks``) caps the base verifier's score at ``cap`` for a
 pair with a conflict, so the sentence is not called supported. Each rule fires only when the claim and
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Sequence
 
@@ -145,7 +148,7 @@ def _antonym_stems() -> dict[str, set[str]]:
 class Finding:
     """One conflict between a claim and its premise: its kind and the words that show it."""
 
-    kind: str  # negation, antonym, number, name, role
+    kind: str  # negation, antonym, number, name, role, swap
     detail: str
 
     def __str__(self) -> str:
@@ -492,6 +495,35 @@ def _subject_moved(p: _Pair, shared: set[str]) -> Finding | None:
     return None
 
 
+def _swap(p: _Pair) -> Finding | None:
+    """The claim is its aligned premise sentence (or a part of it) with one word swapped for another word
+    that the premise uses elsewhere: "Table captions should be placed below the figure" where the
+    sentence says "Figure captions should be placed below the figure" and another says "Table captions
+    should be placed above the table"."""
+    if not p.aligned():
+        return None
+    c, b = p.claim, p.best
+    cw = [k for k, t in enumerate(c.tokens) if t[0].isalnum()]
+    bw = [k for k, t in enumerate(b.tokens) if t[0].isalnum()]
+    ops = SequenceMatcher(a=[b.stems[k] for k in bw], b=[c.stems[k] for k in cw], autojunk=False).get_opcodes()
+    changed = [op for op in ops if op[0] in ("replace", "insert")]  # a "delete" is premise words the claim leaves out
+    if len(changed) != 1 or changed[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = changed[0]
+    kept = sum(j2_ - j1_ for tag, _, _, j1_, j2_ in ops if tag == "equal")
+    if i2 - i1 != 1 or j2 - j1 != 1 or kept < 5 or kept < 0.8 * len(cw):
+        return None
+    kb, kc = bw[i1], cw[j1]
+    pw, cw_ = b.lower[kb], c.lower[kc]
+    if not (_is_content(pw) and _is_content(cw_)) or not (pw.isalpha() and cw_.isalpha()):
+        return None  # numbers are the number rule's
+    if c.stems[kc] in _antonym_stems().get(b.stems[kb], set()) or c.stems[kc] not in p.premise_content:
+        return None  # opposites are the antonym rule's; a word the premise never uses may be a paraphrase
+    if any(p.claim_content <= t.content() for t in p.sents if t is not b):
+        return None  # another sentence of the premise holds every word of the claim
+    return Finding("swap", f"the claim has {c.tokens[kc]!r} where its premise sentence has {b.tokens[kb]!r}")
+
+
 def _pivot(t: _Text, i: int) -> bool:
     """A verb or comparative: a past form, a verb after an auxiliary, or a word followed by "than"."""
     w = t.lower[i]
@@ -522,7 +554,7 @@ def _show(t: _Text, stems: set[str]) -> str:
     return "'" + " ".join(words[:4]) + "'"
 
 
-RULES = {"negation": _negation, "antonym": _antonym, "number": _number, "name": _name, "role": _role}
+RULES = {"negation": _negation, "antonym": _antonym, "number": _number, "name": _name, "role": _role, "swap": _swap}
 
 
 def find_conflicts(premise: str, claim: str, rules: Sequence[str] = tuple(RULES)) -> list[Finding]:
