@@ -41,6 +41,20 @@ def check_store(store: str, scripted, capsys) -> None:
     gen = next(s for s in steps if s["nodes"] == ["generate"])
     assert "generation" in gen["changed"] and gen["next"] == ["attribute"] and gen["seconds"] >= 0
     assert steps[-1]["next"] == [] and steps[-1]["changed"] == ["answer"]
+    # each step's model and verifier calls: the one LLM call in `generate`, the verifier's pairs in the
+    # attribution stage, nothing where no model was called
+    calls = {tuple(s["nodes"]): s["calls"] for s in steps}
+    (llm,) = calls[("generate",)]
+    assert llm["node"] == "generate" and llm["llm_calls"] == 1 and llm["verifier_pairs"] == 0
+    assert llm["prompt_tokens"] > 0 and llm["completion_tokens"] > 0
+    stage = calls[("attribution",)]
+    assert stage and sum(c["verifier_pairs"] for c in stage) > 0 and sum(c["llm_calls"] for c in stage) == 0
+    assert calls[()] == calls[("__start__",)] == calls[("retrieve",)] == []
+    assert "node_calls" not in {k for s in steps for k in s["changed"]}
+    assert main(["trace", "show", "--checkpoint", store, "--thread", t]) == 0
+    text = capsys.readouterr().out
+    assert f"calls: 1 LLM call ({llm['prompt_tokens']:,}+{llm['completion_tokens']:,} tokens)" in text
+    assert "verifier pairs" in text
 
     # fork after `generate` with another generation: the attribution stage checks the edited text
     assert main(["trace", "fork", "--checkpoint", store, "--thread", t, "--step", str(gen["step"]),

@@ -14,7 +14,7 @@ import json
 
 from citegraph.cli.common import print_answer
 from citegraph.errors import InputError
-from citegraph.run.trace import TraceStore
+from citegraph.run.trace import TraceStore, calls_line
 
 
 def _store(args):
@@ -46,13 +46,16 @@ def cmd_show(args) -> int:
     if args.json:
         for s in steps:
             print(json.dumps({"step": s.step, "checkpoint_id": s.checkpoint_id, "nodes": s.nodes, "seconds": s.seconds,
-                              "changed": s.changed, "next": s.next, "created": s.created}, ensure_ascii=False))
+                              "changed": s.changed, "calls": s.calls, "next": s.next, "created": s.created},
+                             ensure_ascii=False))
         return 0
     for s in steps:
         took = f"{s.seconds:.2f}s" if s.seconds is not None else "-"
         ran = ", ".join(s.nodes) or "(input)"
         print(f"step {s.step:>2}  {ran:<24} {took:>8}  changed: {', '.join(s.changed) or '-'}"
               + (f"  next: {', '.join(s.next)}" if s.next else "  (end)"))
+        if s.calls:
+            print(f"          calls: {calls_line(s.calls)}")
         if args.values:
             for k in s.changed:
                 print(f"          {k} = {_short(s.values.get(k))}")

@@ -45,12 +45,13 @@ from pydantic.dataclasses import is_pydantic_dataclass
 
 from citegraph.errors import InputError, ModelError, NodeError
 from citegraph.state.base import BaseContext, knob_names, unknown_settings
-from citegraph.tools import tracing
+from citegraph.tools import tracing, usage
 from citegraph.tools.models import check_chat_spec
 from citegraph.tools.verifier import check_verifier_spec
 
 _PASS_THROUGH = (InputError, ModelError, NodeError, GraphBubbleUp)
 RUN_CONTEXT = "run_context"  # the state field of citegraph.state.base.RunContextState
+NODE_CALLS = "node_calls"  # each node run's model and verifier calls (RunContextState)
 log = logging.getLogger(__name__)
 
 
@@ -214,6 +215,7 @@ class _Seam:
         ok = isinstance(context_cls, type) and dataclasses.is_dataclass(context_cls)
         self.context_cls = context_cls if ok else None
         self.entries: frozenset[str] = frozenset()
+        self.records_calls = False  # the graph's state has NODE_CALLS (known when it compiles)
         self.name = "LangGraph"
 
     def context(self, given: Any, state: Any, *, entry: bool, top: bool) -> Any:
@@ -291,11 +293,15 @@ def guard_node(name: str, fn: Callable, seam: _Seam | None = None, record: bool 
             if record and hasattr(state, RUN_CONTEXT) and stamp is not None and getattr(state, RUN_CONTEXT) != stamp:
                 update = {RUN_CONTEXT: stamp}
         try:
-            result = fn(*args, **kwargs)
+            with usage.node_calls() as calls:
+                result = fn(*args, **kwargs)
         except _PASS_THROUGH:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, with the node's name
             raise NodeError(name, e) from e
+        if record and seam is not None and seam.records_calls:
+            done = _calls_record(name, calls)
+            update = {**(update or {}), NODE_CALLS: [done]} if done else update
         if record:
             _carry_input_warnings(state, result)
         if stamp is not None:
@@ -303,6 +309,17 @@ def guard_node(name: str, fn: Callable, seam: _Seam | None = None, record: bool 
         return result if update is None else _with_update(result, update)
 
     return node
+
+
+def _calls_record(name: str, calls: usage.UsageTracker) -> dict[str, Any] | None:
+    """What one node run cost, for the state's ``node_calls`` (None when it called no model or verifier)."""
+    t = calls.totals()
+    pairs = t["verifier_pairs"] + t["verifier_cache_hits"]  # checked: scored now, or found in the score cache
+    if not (t["llm_calls"] or pairs):
+        return None
+    return {"node": name, "llm_calls": t["llm_calls"], "prompt_tokens": t["prompt_tokens"],
+            "completion_tokens": t["completion_tokens"], "verifier_pairs": pairs,
+            "verifier_cached": t["verifier_cache_hits"]}
 
 
 def _no_context(context: Any) -> bool:
@@ -337,6 +354,7 @@ class MethodGraph(StateGraph):
         tracing.enable_from_env()  # CITEGRAPH_TRACE=URL: an app's switch for OpenTelemetry traces
         seam = self._seam()
         seam.name = kwargs.get("name") or "LangGraph"
+        seam.records_calls = NODE_CALLS in (getattr(self.state_schema, "model_fields", None) or {})
         seam.entries = frozenset(end for start, end in self.edges if start == START) | frozenset(
             end for branch in self.branches.get(START, {}).values() for end in (branch.ends or {}).values())
         return super().compile(*args, **kwargs)

@@ -19,8 +19,22 @@ from datetime import datetime
 from typing import Any
 
 from citegraph.errors import InputError
+from citegraph.graphs.base import NODE_CALLS
 from citegraph.graphs.registry import entry, state_types
 from citegraph.tools.checkpoints import open_checkpointer, redact
+
+
+def calls_line(calls: list[dict[str, Any]]) -> str:
+    """A step's model and verifier calls in a few words: ``2 LLM calls (1,310+96 tokens), 12 verifier pairs
+    (4 from the cache)``."""
+    llm = sum(c.get("llm_calls", 0) for c in calls)
+    pairs = sum(c.get("verifier_pairs", 0) for c in calls)
+    cached = sum(c.get("verifier_cached", 0) for c in calls)
+    tokens = f"{sum(c.get('prompt_tokens', 0) for c in calls):,}+{sum(c.get('completion_tokens', 0) for c in calls):,}"
+    parts = ([f"{llm} LLM call{'s' * (llm != 1)} ({tokens} tokens)"] if llm else []) + \
+            ([f"{pairs} verifier pair{'s' * (pairs != 1)}" + (f" ({cached} from the cache)" if cached else "")]
+             if pairs else [])
+    return ", ".join(parts) or "-"
 
 
 @dataclass
@@ -42,6 +56,7 @@ class Step:
     changed: list[str]  # state fields whose value this step changed
     next: list[str]
     created: str
+    calls: list[dict[str, Any]] = field(default_factory=list)  # its nodes' LLM and verifier calls (node_calls)
     values: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
@@ -99,15 +114,18 @@ class TraceStore:
         prev = None
         for snap in history:
             values = dict(snap.values)
-            changed = [k for k in values if prev is None or k not in prev.values or prev.values[k] != values[k]]
+            changed = [k for k in values if k != NODE_CALLS and (prev is None or k not in prev.values
+                                                                  or prev.values[k] != values[k])]
+            before = len(prev.values.get(NODE_CALLS) or []) if prev is not None else 0
             seconds = None
             if prev is not None and prev.created_at and snap.created_at:
                 seconds = (datetime.fromisoformat(snap.created_at) - datetime.fromisoformat(prev.created_at)).total_seconds()
             out.append(Step(step=int((snap.metadata or {}).get("step", len(out) - 1)),
                             checkpoint_id=snap.config["configurable"]["checkpoint_id"],
                             nodes=list(prev.next) if prev is not None else [], seconds=seconds,
-                            changed=changed if prev is not None else sorted(values), next=list(snap.next),
-                            created=str(snap.created_at or ""), values=values))
+                            changed=changed if prev is not None else sorted(set(values) - {NODE_CALLS}),
+                            next=list(snap.next), created=str(snap.created_at or ""), values=values,
+                            calls=list(values.get(NODE_CALLS) or [])[before:]))
             prev = snap
         return out
 

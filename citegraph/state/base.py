@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import os
 from dataclasses import fields
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, get_origin
@@ -353,6 +354,11 @@ class RunContextState(RunRecord):
     read by every later node that runs without one (``graphs/base.py: guard_node``); a Context sent
     with the continuation wins and is recorded in its place."""
 
+    node_calls: Annotated[list[dict[str, Any]], operator.add] = Field(
+        default_factory=list, description="Each node run that called a model or the verifier: its node, LLM calls, "
+                                          "prompt and completion tokens, verifier pairs checked and how many of "
+                                          "them came from the score cache (citegraph trace show reads them per "
+                                          "step).")
     input_warnings: list[str] = Field(
         default_factory=list, description="What the first node changed in the input (documents cut to the context "
                                           "window); added to the answer's warnings.")

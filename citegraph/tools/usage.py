@@ -16,23 +16,27 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.tracers.context import register_configure_hook
 
 _current: contextvars.ContextVar["UsageTracker | None"] = contextvars.ContextVar("citegraph_usage", default=None)
+#: the tracker of the node run in progress (:func:`node_calls`): LangChain's callback managers include it in
+#: every model call made inside the node (``register_configure_hook``), and the verifier reports to it
+_node: contextvars.ContextVar["UsageTracker | None"] = contextvars.ContextVar("citegraph_node_usage", default=None)
+register_configure_hook(_node, inheritable=True)
 
 
 def record_verifier(pairs: int, cache_hits: int = 0, seconds: float = 0.0) -> None:
     """Called by verifiers: count scored pairs (and the seconds the model spent on them) against the
     active tracker (if any)."""
-    t = _current.get()
-    if t is not None:
+    for t in {_current.get(), _node.get()} - {None}:
         t.add_verifier(pairs, cache_hits, seconds)
 
 
 def record_llm_call(prompt_tokens: int, completion_tokens: int = 0, cached_tokens: int = 0) -> None:
     """Count an LLM call made outside LangChain's callbacks (the Yes/No log-odds judge evaluates
     the prompt on llama.cpp directly) against the active tracker, under the current graph node."""
-    t = _current.get()
-    if t is None:
+    trackers = {_current.get(), _node.get()} - {None}
+    if not trackers:
         return
     try:
         from langgraph.config import get_config
@@ -40,7 +44,20 @@ def record_llm_call(prompt_tokens: int, completion_tokens: int = 0, cached_token
         node = (get_config().get("metadata") or {}).get("langgraph_node", "<outside graph>")
     except RuntimeError:  # not inside a runnable
         node = "<outside graph>"
-    t.add_call(node, prompt_tokens, completion_tokens, cached_tokens)
+    for t in trackers:
+        t.add_call(node, prompt_tokens, completion_tokens, cached_tokens)
+
+
+@contextmanager
+def node_calls():
+    """Count the LLM calls (with their tokens) and verifier pairs made inside this block, which is one
+    node run (``graphs/base.py``): yields the tracker; its :meth:`UsageTracker.totals` after the block."""
+    tracker = UsageTracker()
+    token = _node.set(tracker)
+    try:
+        yield tracker
+    finally:
+        _node.reset(token)
 
 
 class UsageTracker(BaseCallbackHandler):

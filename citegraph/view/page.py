@@ -39,6 +39,7 @@ from citegraph.eval.scoring import MISPLACED_EVIDENCE, _documents, misplaced_evi
 from citegraph.graphs.registry import GRAPHS
 from citegraph.nodes.display import generic_view
 from citegraph.run.output import read_output_file
+from citegraph.run.trace import calls_line
 from citegraph.metrics import alce_citation_job, alce_doc, resolve_verifier, run_jobs
 from citegraph.run.provenance import code_label
 from citegraph.run.trace import TraceStore
@@ -440,14 +441,15 @@ def pair_rows(files: Sequence[FileView]) -> list[Row]:
 
 def steps_view(store: Any, thread: str) -> dict[str, Any]:
     """One item's steps from a checkpoint store (:class:`citegraph.run.trace.TraceStore`) as a trace
-    block: each step's nodes, seconds, fields changed and next nodes."""
+    block: each step's nodes, seconds, fields changed, LLM and verifier calls and next nodes."""
     try:
         steps = store.steps(thread)
     except InputError as e:
         return {"summary": "Steps", "blocks": [{"note": str(e)}]}
     cols = [{"label": label, "title": "", "numeric": label in ("step", "seconds")}
-            for label in ("step", "nodes", "seconds", "fields changed", "next")]
-    rows = [[s.step, s.nodes or ["(input)"], s.seconds, s.changed, s.next or ["(end)"]] for s in steps]
+            for label in ("step", "nodes", "seconds", "fields changed", "LLM and verifier calls", "next")]
+    rows = [[s.step, s.nodes or ["(input)"], s.seconds, s.changed, calls_line(s.calls), s.next or ["(end)"]]
+            for s in steps]
     return {"summary": f"Steps ({len(steps)}) of thread {thread}",
             "blocks": [{"table": {"columns": cols, "rows": rows}}]}
 
