@@ -131,3 +131,48 @@ def test_show_with_the_checkpoint_lists_each_items_steps(tmp_path, scripted):
     assert build_page([out], verifier=None).rows[0].cells[0].steps is None  # without the store: no steps
     other = build_page([out], verifier=None, checkpoint=f"sqlite:///{tmp_path / 'empty.db'}").rows[0].cells[0].steps
     assert "holds no thread" in other["blocks"][0]["note"]
+
+
+def test_a_subgraphs_calls_are_recorded_once():
+    """A compiled subgraph added as a node hands back its whole state, node_calls included: the reducer
+    takes that list in place of the one it was given, so each node run is recorded once (and the steps
+    add up to the run's calls)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START
+    from langgraph.runtime import Runtime
+
+    from citegraph.graphs.base import MethodGraph
+    from citegraph.state.base import InputState, OutputState, RunContextState, add_node_calls
+    from citegraph.state.vanilla import VanillaContext
+    from citegraph.testing import scripted_model
+    from citegraph.tools.models import get_chat_model
+
+    class S(InputState, OutputState, RunContextState):
+        notes: list[str] = []
+
+    def ask(tag: str):
+        def node(state: S, runtime: Runtime[VanillaContext]) -> dict:
+            reply = get_chat_model(runtime.context.llm).invoke(f"{tag}: {state.question}")
+            return {"notes": [*state.notes, f"{tag}={reply.content}"]}
+        return node
+
+    inner = MethodGraph(S, context_schema=VanillaContext)
+    inner.add_node("inner_a", ask("a"))
+    inner.add_node("inner_b", ask("b"))
+    inner.add_edge(START, "inner_a"), inner.add_edge("inner_a", "inner_b"), inner.add_edge("inner_b", END)
+    outer = MethodGraph(S, context_schema=VanillaContext)
+    outer.add_node("first", ask("first"))
+    outer.add_node("sub", inner.compile())
+    outer.add_node("last", ask("last"))
+    outer.add_edge(START, "first"), outer.add_edge("first", "sub"), outer.add_edge("sub", "last"), outer.add_edge("last", END)
+    graph = outer.compile(checkpointer=InMemorySaver())
+    spec, model = scripted_model(["ok"])
+    cfg = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"question": "Q?", "documents": [{"text": "A document."}]}, cfg, context=VanillaContext(llm=spec))
+    calls = graph.get_state(cfg).values["node_calls"]
+    assert [c["node"] for c in calls] == ["first", "inner_a", "inner_b", "last"] and len(model.calls) == 4
+    assert all(c["llm_calls"] == 1 and "new" not in c for c in calls)
+    # the reducer itself: a fresh record is appended; a handed-back list replaces the prefix it repeats
+    x, y = {"node": "x"}, {"node": "y"}
+    assert add_node_calls([x], [{**x, "new": True}]) == [x, x]  # the same node again, with the same counts
+    assert add_node_calls([x], [x, y]) == [x, y] and add_node_calls([x], [y]) == [x, y]

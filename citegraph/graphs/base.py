@@ -301,7 +301,7 @@ def guard_node(name: str, fn: Callable, seam: _Seam | None = None, record: bool 
             raise NodeError(name, e) from e
         if record and seam is not None and seam.records_calls:
             done = _calls_record(name, calls)
-            update = {**(update or {}), NODE_CALLS: [done]} if done else update
+            update = {**(update or {}), NODE_CALLS: [{**done, "new": True}]} if done else update
         if record:
             _carry_input_warnings(state, result)
         if stamp is not None:

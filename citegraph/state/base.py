@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import operator
 import os
 from dataclasses import fields
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, get_origin
@@ -336,6 +335,19 @@ def latest_record(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dic
     return old if new is None else new
 
 
+def add_node_calls(old: list[dict[str, Any]] | None, new: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Reducer of ``node_calls``: a node run's record (marked ``"new"`` by the node wrapper) is appended; a
+    list without the mark is a subgraph handing back the list it was given with its own runs after it
+    (a compiled subgraph added as a node returns its whole state), so it takes the old list's place
+    instead of being appended a second time."""
+    old, new = list(old or []), list(new or [])
+    fresh = [{k: v for k, v in e.items() if k != "new"} for e in new if e.get("new")]
+    handed_back = [e for e in new if not e.get("new")]
+    if handed_back:
+        old = handed_back if handed_back[:len(old)] == old else old + handed_back
+    return old + fresh
+
+
 class RunRecord(BaseModel):
     """The Context a run started with (class name and knob values), as a field. Part of every method's
     full state (never of its input or output schema, see :class:`RunContextState`) and the base of
@@ -354,7 +366,7 @@ class RunContextState(RunRecord):
     read by every later node that runs without one (``graphs/base.py: guard_node``); a Context sent
     with the continuation wins and is recorded in its place."""
 
-    node_calls: Annotated[list[dict[str, Any]], operator.add] = Field(
+    node_calls: Annotated[list[dict[str, Any]], add_node_calls] = Field(
         default_factory=list, description="Each node run that called a model or the verifier: its node, LLM calls, "
                                           "prompt and completion tokens, verifier pairs checked and how many of "
                                           "them came from the score cache (citegraph trace show reads them per "
