@@ -165,6 +165,18 @@ def test_stop_at_max_score(five_docs, scripted):
     assert st["answer"].render() == "Alpha was founded in 1901 [1]."
 
 
+def test_every_node_runs_calls_are_in_the_state_once(five_docs, scripted):
+    """RAAC's agents are subgraphs: each node run inside them is recorded once in node_calls (what
+    `citegraph trace show` prints per step), and the records add up to the model's calls."""
+    r = Router(gen=["Alpha was founded in 1901 [1]. Beta is a river in Chile."], feedback=[fb(2), fb(3)],
+               refine=[refined("Alpha was founded in 1901 [1]. Beta is a river [2].")])
+    st = trace(r, five_docs, scripted, use_calibration=False, k=3)
+    calls = st["node_calls"]
+    assert sum(c["llm_calls"] for c in calls) == sum(r.n(k) for k in r.replies) > 0
+    assert [c["node"] for c in calls if c["llm_calls"]][:4] == ["generate", "feedback", "refine", "feedback"]
+    assert any(c["verifier_pairs"] for c in calls)  # the CitationAgent's Validator
+
+
 def test_stop_after_k_rounds_and_context_reaches_subgraph(five_docs, scripted):
     r = Router(gen=["S1 Alpha [1]."], feedback=[fb(2)], refine=[refined("S2 Alpha [1]."), refined("S3 Alpha [1].")])
     st = trace(r, five_docs, scripted, use_calibration=False, k=3)
