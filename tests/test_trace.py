@@ -77,8 +77,46 @@ def check_store(store: str, scripted, capsys) -> None:
     assert len(capsys.readouterr().out.splitlines()) == 3  # the original and its two new threads
 
 
-def test_trace_on_sqlite(tmp_path, scripted, capsys):
+def check_raac(store: str, scripted, capsys, monkeypatch) -> None:
+    """A scripted RAAC run (its agents are subgraphs): list, show with each step's calls, fork after the
+    TextAgent with an edited summary (its route after the TextAgent takes the Context: the fork runs it
+    outside a run, with the recorded Context), the original unchanged."""
+    import citegraph.nodes.raac.citation_agent as citation_mod
+    from citegraph.run.trace import TraceStore
+    from test_raac import Router, fb, hash_embed, make_verifier
+
+    monkeypatch.setattr(citation_mod, "_embed", hash_embed)
+    router = Router(gen=["Alpha was founded in 1901 [1]. Beta is a river in Chile [2]."], feedback=[fb(3)])
+    spec, model = scripted(router)
+    e = entry("raac")
+    ctx = e.make_context(llm=spec, verifier=make_verifier(lambda p, h: 1.0)[0], objective_checks=False,
+                         use_calibration=False)
+    item = Item(id="r1", question="What are Alpha and Beta?", documents=DOCS)
+    t = thread_id("raac", item, ctx)
+    answer_item(e.build(checkpointer=open_checkpointer(store)), item, ctx, thread=t)
+    assert main(["trace", "list", "--checkpoint", store, "--json"]) == 0
+    assert t in {json.loads(x)["thread_id"] for x in capsys.readouterr().out.splitlines()}
+    assert main(["trace", "show", "--checkpoint", store, "--thread", t, "--json"]) == 0
+    steps = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    by_node = {tuple(s["nodes"]): s for s in steps}
+    text, cite = by_node[("text_agent",)], by_node[("citation_agent",)]
+    assert [c["node"] for c in text["calls"]] == ["generate", "feedback"]
+    assert sum(c["llm_calls"] for s in steps for c in s["calls"]) == len(model.calls)
+    assert sum(c["verifier_pairs"] for c in cite["calls"]) > 0
+    edited = "Gamma won the 1990 prize [1]."
+    assert main(["trace", "fork", "--checkpoint", store, "--thread", t, "--step", str(text["step"]),
+                 "--set", f"summary={edited}"]) == 0
+    new = capsys.readouterr().out.splitlines()[0].removeprefix("new thread: ")
+    ts = TraceStore(store)
+    forked, original = ts.steps(new), ts.steps(t)
+    assert forked[-1].values["summary"] == edited and forked[-1].next == []  # ran on to the end
+    assert [s.nodes for s in forked][-3:] == [["assess"], ["finalize"], ["attribution"]]
+    assert original[-1].values["summary"] != edited and len(original) == len(steps)  # the original as it was
+
+
+def test_trace_on_sqlite(tmp_path, scripted, capsys, monkeypatch):
     check_store(f"sqlite:///{tmp_path / 'ck.db'}", scripted, capsys)
+    check_raac(f"sqlite:///{tmp_path / 'raac.db'}", scripted, capsys, monkeypatch)
 
 
 @pytest.fixture(scope="module")
@@ -86,9 +124,10 @@ def postgres():
     yield from pg_server.postgres_fixture()
 
 
-def test_trace_on_postgres(postgres, scripted, capsys):
+def test_trace_on_postgres(postgres, scripted, capsys, monkeypatch):
     try:
         check_store(postgres.new_database("trace"), scripted, capsys)
+        check_raac(postgres.new_database("trace_raac"), scripted, capsys, monkeypatch)
     finally:
         close_checkpointers()
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import json
 import logging
 from collections.abc import Mapping
@@ -39,7 +40,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.config import get_config
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import get_runtime
+from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command, Send
 from pydantic.dataclasses import is_pydantic_dataclass
 
@@ -276,12 +277,17 @@ def guard_node(name: str, fn: Callable, seam: _Seam | None = None, record: bool 
     run's Context. With ``record`` too (a node, not a route), the Context the node ran with is written
     to the state's ``run_context`` when the node's input has that field and holds another one."""
     seam = seam if seam is not None and seam.context_cls is not None else None
+    hidden_runtime = not record and seam is not None and "runtime" in inspect.signature(fn).parameters
 
     @functools.wraps(fn)
     def node(*args: Any, **kwargs: Any) -> Any:
         state = args[0] if args else kwargs.get("state")
         update, stamp = None, getattr(state, RUN_CONTEXT, None)
         runtime = _runtime(kwargs) if seam is not None else None
+        if hidden_runtime:
+            if runtime is None:  # update_state (a fork as a node) runs the route outside a run
+                runtime = Runtime(context=seam.context(None, state, entry=False, top=False))
+            kwargs["runtime"] = runtime
         if runtime is not None:
             entry, top = name in seam.entries, _top_level(runtime)
             ctx = seam.context(runtime.context, state, entry=entry, top=top)
@@ -308,6 +314,11 @@ def guard_node(name: str, fn: Callable, seam: _Seam | None = None, record: bool 
             result = _stamped(result, stamp)
         return result if update is None else _with_update(result, update)
 
+    if hidden_runtime:
+        # LangGraph sees a route without the runtime parameter (update_state would demand one it has
+        # not got); the wrapper passes it: the run's, or outside a run the recorded Context's
+        sig = inspect.signature(fn)
+        node.__signature__ = sig.replace(parameters=[q for q in sig.parameters.values() if q.name != "runtime"])
     return node
 
 
