@@ -275,7 +275,10 @@ def guard_node(name: str, fn: Callable, seam: _Seam | None = None, record: bool 
     picks (the method's defaults, never an ``AttributeError`` on a foreign object), a top-level entry
     node checks the run first (:meth:`_Seam.check`), and the ``Send`` payloads it returns carry the
     run's Context. With ``record`` too (a node, not a route), the Context the node ran with is written
-    to the state's ``run_context`` when the node's input has that field and holds another one."""
+    to the state's ``run_context`` when the node's input has that field and holds another one, and the
+    node run's LLM calls and verifier pairs are added to its ``node_calls``. A route that takes the
+    runtime gets it from the wrapper, not from LangGraph, so that ``update_state`` can run it outside a
+    run (a fork), with the recorded Context."""
     seam = seam if seam is not None and seam.context_cls is not None else None
     hidden_runtime = not record and seam is not None and "runtime" in inspect.signature(fn).parameters
 
