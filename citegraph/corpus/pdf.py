@@ -169,10 +169,9 @@ def _join(lines: list[str], compounds: set[tuple[str, str]] = frozenset()) -> st
             continue
         prev = out.rsplit("\n\n", 1)[-1]
         nxt = next((x for x in clean[i + 1:] if x), "")
-        joined = _hyphen_join(out, line, compounds)
         if _heading(line, prev, nxt):
             out = (out.rstrip() + "\n\n" if out else "") + line + "\n\n"
-        elif joined is not None:
+        elif (joined := _hyphen_join(out, line, compounds)) is not None:
             out = joined
         elif out and not out.endswith("\n\n"):
             out += " " + line
@@ -334,9 +333,14 @@ def _pypdf_pages(p: Path) -> tuple[list[tuple[int, str]], str] | str:
         pages = [(n, page.extract_text() or "") for n, page in enumerate(reader.pages, 1)]
         return pages, str((reader.metadata or {}).get("/Title") or "").strip()
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
-        return f"not a readable PDF ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'no detail'})"
+        return _unreadable(e)
     finally:
         quiet.setLevel(level)
+
+
+def _unreadable(e: Exception) -> str:
+    """The reason a reader gives for a file it cannot read, in one line."""
+    return f"not a readable PDF ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'no detail'})"
 
 
 def _pdfium_pages(p: Path) -> tuple[list[tuple[int, str]], str] | str:
@@ -352,7 +356,7 @@ def _pdfium_pages(p: Path) -> tuple[list[tuple[int, str]], str] | str:
     except pdfium.PdfiumError as e:
         if "password" in str(e).lower():
             return "encrypted PDF (a password is needed to read it)"
-        return f"not a readable PDF (PdfiumError: {str(e).splitlines()[0][:120] if str(e) else 'no detail'})"
+        return _unreadable(e)
     try:
         pages = []
         for n in range(len(doc)):

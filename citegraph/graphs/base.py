@@ -27,6 +27,7 @@ extension points only: node wrappers added at build time (``StateGraph.add_node`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -301,14 +302,15 @@ def guard_node(name: str, fn: Callable, seam: _Seam | None = None, record: bool 
             stamp = context_record(ctx)
             if record and hasattr(state, RUN_CONTEXT) and stamp is not None and getattr(state, RUN_CONTEXT) != stamp:
                 update = {RUN_CONTEXT: stamp}
+        counting = record and seam is not None and seam.records_calls  # node_calls in the state (known at compile)
         try:
-            with usage.node_calls() as calls:
+            with usage.node_calls() if counting else contextlib.nullcontext() as calls:
                 result = fn(*args, **kwargs)
         except _PASS_THROUGH:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, with the node's name
             raise NodeError(name, e) from e
-        if record and seam is not None and seam.records_calls:
+        if counting:
             done = _calls_record(name, calls)
             update = {**(update or {}), NODE_CALLS: [{**done, "new": True}]} if done else update
         if record:

@@ -39,10 +39,9 @@ from citegraph.eval.scoring import MISPLACED_EVIDENCE, _documents, misplaced_evi
 from citegraph.graphs.registry import GRAPHS
 from citegraph.nodes.display import generic_view
 from citegraph.run.output import read_output_file
-from citegraph.run.trace import calls_line
 from citegraph.metrics import alce_citation_job, alce_doc, resolve_verifier, run_jobs
 from citegraph.run.provenance import code_label
-from citegraph.run.trace import TraceStore
+from citegraph.run.trace import TraceStore, calls_line
 from citegraph.state.answer import AttributedAnswer, Document
 from citegraph.tools.citations import parse_answer
 from citegraph.tools.sentences import split_sentences
