@@ -16,6 +16,7 @@ from citegraph.tools.verifier.base import Pair, Verifier
 from citegraph.tools.verifier.checks import CheckedVerifier
 from citegraph.tools.verifier.hf import HFClassifierVerifier, HFSeq2SeqVerifier, _load_error
 from citegraph.tools.verifier.judge import LLMJudgeVerifier, parse_judge_spec
+from citegraph.tools.verifier.lm import LMCheckVerifier, SecondOpinionVerifier
 from citegraph.prompts.judge import JUDGE_PROMPTS
 
 ASSET_DIR = Path(__file__).resolve().parents[2] / "assets" / "verifier"
@@ -92,9 +93,17 @@ def _freeze(v: Any) -> Any:
 
 
 CHECKS_SUFFIX = "+checks"
+LM_SUFFIX = "+lm"
+SPECS_HELP = ("use default, lm-check, hf-classifier:<path>, hf-seq2seq:<path>, llm-judge[:<chat spec>][:table16] "
+              "or a registered name, each optionally followed by +checks, then +lm")
 
 
 def _build(spec: str, kw: dict[str, Any]) -> Verifier:
+    if spec.endswith(LM_SUFFIX) and len(spec) > len(LM_SUFFIX):
+        # the language-model checker as a second opinion where the first verifier is unsure (lm.py)
+        return SecondOpinionVerifier(get_verifier(spec[: -len(LM_SUFFIX)], **kw), get_verifier("lm-check"), spec=spec)
+    if spec == "lm-check":
+        return LMCheckVerifier(spec, **kw)
     if spec.endswith(CHECKS_SUFFIX) and len(spec) > len(CHECKS_SUFFIX):
         # structural checks over another verifier (citegraph.tools.verifier.checks); knobs go to the base
         return CheckedVerifier(get_verifier(spec[: -len(CHECKS_SUFFIX)], **kw))
@@ -111,10 +120,7 @@ def _build(spec: str, kw: dict[str, Any]) -> Verifier:
         chat_spec, prompt_name = parse_judge_spec(arg)
         kw.setdefault("prompt", JUDGE_PROMPTS[prompt_name])
         return LLMJudgeVerifier(spec, chat_spec=chat_spec, **kw)
-    raise ValueError(
-        f"unknown verifier spec {spec!r}; use default, hf-classifier:<path>, hf-seq2seq:<path>, "
-        "llm-judge[:<chat spec>][:table16] or a registered name, each optionally followed by +checks"
-    )
+    raise ValueError(f"unknown verifier spec {spec!r}; {SPECS_HELP}")
 
 
 def check_verifier_spec(spec: str, where: str = "verifier") -> str:
@@ -125,17 +131,17 @@ def check_verifier_spec(spec: str, where: str = "verifier") -> str:
     with _FACTORY_LOCK:
         if spec in _REGISTRY:
             return spec
-    if spec.endswith(CHECKS_SUFFIX) and len(spec) > len(CHECKS_SUFFIX):
-        check_verifier_spec(spec[: -len(CHECKS_SUFFIX)], where)
-        return spec
+    for suffix in (LM_SUFFIX, CHECKS_SUFFIX):
+        if spec.endswith(suffix) and len(spec) > len(suffix):
+            check_verifier_spec(spec[: -len(suffix)], where)
+            return spec
     name, _, arg = spec.partition(":")
-    if spec == "default" or (name in ("hf-classifier", "hf-seq2seq") and arg):
+    if spec in ("default", "lm-check") or (name in ("hf-classifier", "hf-seq2seq") and arg):
         return spec
     if name == "llm-judge":
         check_chat_spec(parse_judge_spec(arg)[0], f"{where} {spec!r}")
         return spec
-    raise InputError(f"{where}: unknown verifier spec {spec!r}; use default, hf-classifier:<path>, hf-seq2seq:<path>, "
-                     "llm-judge[:<chat spec>][:table16] or a registered name, each optionally followed by +checks")
+    raise InputError(f"{where}: unknown verifier spec {spec!r}; {SPECS_HELP}")
 
 
 def get_verifier(spec: str = "default", **kw) -> Verifier:

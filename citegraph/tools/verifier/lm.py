@@ -1,0 +1,109 @@
+"""``lm-check``: the language-model checker on the CPU -- the first layers of the packaged Qwen2.5 0.5B
+(``local-small``), dequantized from its GGUF, with the LoRA adapter and head trained by
+``scripts/train_lm_checker.py`` folded in (``citegraph/assets/verifier_lm``; the model code is in
+``lmcheck.py``). About 3-4 pairs/s on 2 cores: a second opinion on the pairs that decide a status,
+not a first stage."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from citegraph.errors import ModelError
+from citegraph.tools.verifier.base import Pair, Verifier
+
+LM_ASSET_DIR = Path(__file__).resolve().parents[2] / "assets" / "verifier_lm"
+
+
+def _tokenizer(gguf_path: Path):
+    """The GGUF's own tokenizer as a transformers tokenizer, converted once into the cache."""
+    from transformers import AutoTokenizer
+
+    from citegraph.tools.local_model import cache_dir
+
+    folder = cache_dir() / f"{gguf_path.stem}-tokenizer"
+    if not (folder / "tokenizer.json").exists():
+        AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name).save_pretrained(str(folder))
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+class LMCheckVerifier(Verifier):
+    """P(supported) from the Qwen checker; loaded on first use (about 10 s: the GGUF's first layers are
+    dequantized and the adapter folded in)."""
+
+    def __init__(self, spec: str = "lm-check", folder: str | Path = LM_ASSET_DIR, batch_size: int = 8,
+                 threads: int | None = None, **kw: Any):
+        super().__init__(spec=spec, batch_size=batch_size, **kw)
+        self.folder, self.threads = Path(folder), threads
+        self._model = self._tok = self._card = None
+        self._load_lock = threading.Lock()
+
+    def _load(self) -> None:
+        with self._load_lock:
+            if self._model is not None:
+                return
+            import torch
+            from safetensors.torch import load_file
+
+            from citegraph.tools.local_model import embedded_model_path
+            from citegraph.tools.verifier import lmcheck
+
+            if not (self.folder / "checker.json").is_file():
+                raise ModelError(f"verifier {self.spec!r}: {self.folder} has no checker.json (a trained adapter)")
+            card = lmcheck.read_card(self.folder)
+            gguf_path = embedded_model_path("local-small")
+            if gguf_path.name != card["base_gguf"]:
+                raise ModelError(f"verifier {self.spec!r}: the adapter was trained on {card['base_gguf']}, "
+                                 f"local-small is {gguf_path.name}")
+            meta, tensors, _ = lmcheck.gguf_tensors(gguf_path, card["layers"])
+            head = lmcheck.merge_adapter(tensors, load_file(str(self.folder / "adapter.safetensors")), card["lora"])
+            model = lmcheck.build_checker(meta, tensors, card["layers"], head)
+            del tensors
+            if self.threads:
+                torch.set_num_threads(int(self.threads))
+            self._model = model.to(torch.bfloat16).eval()  # as trained (bf16 autocast); 2x fp32's speed
+            self._tok, self._card = _tokenizer(gguf_path), card
+
+    def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
+        import torch
+
+        from citegraph.tools.verifier import lmcheck
+
+        self._load()
+        ids = lmcheck.encode_pairs(self._tok, list(pairs), self._card["max_len"])
+        pad = self._tok.pad_token_id
+        out = [0.0] * len(ids)
+        with torch.inference_mode():
+            for idx, x, m in lmcheck.batches(ids, self.batch_size, pad):
+                p = torch.sigmoid(self._model(torch.tensor(x), torch.tensor(m)).float()).tolist()
+                for i, v in zip(idx, p):
+                    out[i] = v
+        return out
+
+
+SECOND_BAND = (0.1, 0.9)
+
+
+class SecondOpinionVerifier(Verifier):
+    """``<spec>+lm``: the first verifier's score, except where it is unsure -- strictly inside
+    ``band`` -- where it is the mean of its score and the second verifier's. A score the first capped
+    with a structural check (at most 0.1) is outside the band and stands. The band was chosen on the
+    held-out split (docs/verifier.md): (0.1, 0.9) sends about a third of the pairs to the second
+    verifier for all of the gain of averaging every pair."""
+
+    def __init__(self, first: Verifier, second: Verifier, band: tuple[float, float] = SECOND_BAND,
+                 spec: str | None = None):
+        super().__init__(spec=spec or f"{first.spec}+lm", threshold=first.threshold, batch_size=first.batch_size)
+        self.first, self.second, self.band = first, second, (float(band[0]), float(band[1]))
+        if hasattr(first, "explain"):  # the stage asks a checked verifier what it found (vetoes, conflicts)
+            self.explain = first.explain
+
+    def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
+        lo, hi = self.band
+        out = list(self.first.score(pairs))
+        unsure = [k for k, v in enumerate(out) if lo < v < hi]
+        if unsure:
+            for k, v in zip(unsure, self.second.score([pairs[k] for k in unsure])):
+                out[k] = (out[k] + v) / 2
+        return out
