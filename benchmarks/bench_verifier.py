@@ -244,7 +244,7 @@ def accuracy(args, data: Path):
             s, pps = timed_score(ver, pairs)
             scored.update(zip(pairs, s))
             if name.startswith("held-out") and args.scores_out:
-                Path(args.scores_out).write_text(json.dumps({"device": str(ver.device), "dtype": str(ver.dtype), "scores": s}))
+                Path(args.scores_out).write_text(json.dumps({"device": str(getattr(ver, "device", None)), "dtype": str(getattr(ver, "dtype", None)), "scores": s}))
         all_scores.append(s)
         rep = binary_report(y, s, thr, boot=args.bootstrap, seed=args.seed)
         figures["sets"][name] = {**rep.as_dict(), "pairs_per_s": pps}

@@ -99,6 +99,11 @@ class SecondOpinionVerifier(Verifier):
         if hasattr(first, "explain"):  # the stage asks a checked verifier what it found (vetoes, conflicts)
             self.explain = first.explain
 
+    def clear_cache(self) -> None:
+        super().clear_cache()
+        self.first.clear_cache()
+        self.second.clear_cache()
+
     def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
         lo, hi = self.band
         out = list(self.first.score(pairs))
