@@ -1,0 +1,174 @@
+"""The language-model checker (lm-check, tools/verifier/lmcheck.py + lm.py), its second-opinion spec
+(``<spec>+lm``) and its training script (scripts/train_lm_checker.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citegraph.errors import InputError
+from citegraph.tools.verifier import FunctionVerifier, check_verifier_spec
+from citegraph.tools.verifier.lm import LM_ASSET_DIR, SecondOpinionVerifier
+from citegraph.tools.verifier import lmcheck
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = REPO / "benchmarks" / "data" / "minimal_pairs.jsonl"
+
+
+def _gguf() -> Path:
+    from citegraph.tools.local_model import embedded_model_path
+
+    try:
+        return embedded_model_path("local-small")
+    except Exception as e:  # the [local] extra is not installed
+        pytest.skip(f"the packaged 0.5B GGUF is not available: {e}")
+
+
+def test_gguf_names_map_onto_qwen2_parameters():
+    assert lmcheck.hf_name("token_embd.weight") == "embed_tokens.weight"
+    assert lmcheck.hf_name("output_norm.weight") == "norm.weight"
+    assert lmcheck.hf_name("blk.11.attn_q.bias") == "layers.11.self_attn.q_proj.bias"
+    assert lmcheck.hf_name("blk.0.ffn_down.weight") == "layers.0.mlp.down_proj.weight"
+    assert lmcheck.hf_name("blk.3.attn_norm.weight") == "layers.3.input_layernorm.weight"
+    assert lmcheck.hf_name("output.weight") is None  # the LM head: the checker has its own
+    assert lmcheck.layer_of("blk.23.ffn_up.weight") == 23 and lmcheck.layer_of("token_embd.weight") is None
+
+
+def test_second_opinion_only_where_the_first_is_unsure():
+    seen = []
+
+    def second(pairs):
+        seen.extend(pairs)
+        return [1.0] * len(pairs)
+
+    first = FunctionVerifier(lambda p, h: {"a": 0.05, "b": 0.4, "c": 0.95, "d": 0.1}[h], spec="first")
+    first.explain = lambda p, h: ["role: stub"] if h == "d" else []
+    v = SecondOpinionVerifier(first, FunctionVerifier(second, spec="second", batched=True))
+    got = v.score([("p", "a"), ("p", "b"), ("p", "c"), ("p", "d")])
+    assert got == [0.05, pytest.approx(0.7), 0.95, 0.1]  # 0.1 is a rule's cap: it stands
+    assert seen == [("p", "b")]
+    assert v.explain("p", "d") == ["role: stub"] and v.spec == "first+lm"
+
+
+def test_specs_accept_lm_check_and_the_plus_lm_suffix():
+    assert check_verifier_spec("lm-check") == "lm-check"
+    assert check_verifier_spec("default+checks+lm") == "default+checks+lm"
+    with pytest.raises(InputError, match=r"unknown verifier spec 'nope';.*then \+lm"):
+        check_verifier_spec("nope+lm")
+
+
+def test_the_checker_built_from_the_gguf_predicts_what_llama_cpp_predicts():
+    """All 24 layers rebuilt in torch from the GGUF give llama.cpp's next-token logits: the name map,
+    the dequantization and the attention layout are right (the checker uses the first 12 of them)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("gguf")
+    llama_cpp = pytest.importorskip("llama_cpp")
+    path = _gguf()
+    meta, tensors, head = lmcheck.gguf_tensors(path, meta_layers := 24)
+    ids = [785, 468, 3092, 301, 21938, 374, 7407, 304, 279, 3283, 315]  # "The Eiffel Tower is located in the city of"
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=64, n_threads=2, verbose=False, logits_all=True)
+    llm.eval(ids)
+    ref = np.array(llm.scores[len(ids) - 1])
+    rows = lmcheck.head_rows(head, range(head.data.shape[0]))
+    model = lmcheck.build_checker(meta, tensors, meta_layers, rows[0])
+    with torch.no_grad():
+        h = model.body(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long)).last_hidden_state[0, -1]
+    ours = (torch.from_numpy(rows) @ h).numpy()
+    assert list(np.argsort(-ours)[:5]) == list(np.argsort(-ref)[:5])
+    assert np.corrcoef(ref, ours)[0, 1] > 0.999
+
+
+def test_merging_the_shipped_adapter_touches_every_target_and_nothing_else():
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file
+
+    card = lmcheck.read_card(LM_ASSET_DIR)
+    adapter = load_file(str(LM_ASSET_DIR / "adapter.safetensors"))
+    shapes = {"q_proj": (896, 896), "k_proj": (128, 896), "v_proj": (128, 896), "o_proj": (896, 896),
+              "gate_proj": (4864, 896), "up_proj": (4864, 896), "down_proj": (896, 4864)}
+    part = {"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn", "o_proj": "self_attn",
+            "gate_proj": "mlp", "up_proj": "mlp", "down_proj": "mlp"}
+    tensors = {f"layers.{i}.{part[m]}.{m}.weight": np.zeros(s, dtype=np.float32)
+               for i in range(card["layers"]) for m, s in shapes.items()}
+    tensors["norm.weight"] = np.ones(896, dtype=np.float32)
+    before = {k: v.copy() for k, v in tensors.items()}
+    head = lmcheck.merge_adapter(tensors, adapter, card["lora"])
+    assert head.shape == (897,) and np.isfinite(head).all()
+    changed = [k for k, v in tensors.items() if not np.array_equal(v, before[k])]
+    assert len(changed) == 7 * card["layers"] and "norm.weight" not in changed
+    a = adapter["base_model.model.body.layers.0.self_attn.q_proj.lora_A.weight"].float()
+    b = adapter["base_model.model.body.layers.0.self_attn.q_proj.lora_B.weight"].float()
+    want = (b @ a * card["lora"]["lora_alpha"] / card["lora"]["r"]).numpy()
+    assert np.allclose(tensors["layers.0.self_attn.q_proj.weight"], want, atol=1e-6)
+    del torch
+
+
+def test_pairs_are_cut_to_fit_and_keep_the_claim_and_the_matching_window():
+    pytest.importorskip("gguf")
+    from citegraph.tools.verifier.lm import _tokenizer
+
+    tok = _tokenizer(_gguf())
+    filler = " ".join(f"Sentence {k} is about the weather in the valley." for k in range(80))
+    premise = filler + " The bridge over the Vlora river was finished in 1911. " + filler
+    ids = lmcheck.encode_pairs(tok, [(premise, "The bridge was finished in 1911."), ("Short premise.", "A claim.")], 96)
+    assert max(len(x) for x in ids) <= 96
+    text = tok.decode(ids[0])
+    assert "finished in 1911" in text.split("Claim:")[0]  # the window holding the claim's words
+    assert text.endswith(lmcheck.PROMPT_TAIL) and "The bridge was finished in 1911." in text
+    assert tok.decode(ids[1]) == lmcheck.PROMPT_HEAD + "Short premise." + lmcheck.PROMPT_MID + "A claim." + lmcheck.PROMPT_TAIL
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (LM_ASSET_DIR / "checker.json").exists(), reason="no adapter in citegraph/assets/verifier_lm")
+def test_lm_check_minimal_pair_floors():
+    """The shipped checker on the minimal-pair suite, a floor per category under what it scored on the
+    GPU at training (docs/verifier.md); ``default`` fails the role-swap, negation and control floors."""
+    _gguf()
+    from citegraph.eval.verifier_sets import minimal_pair_table, read_minimal_pairs
+    from citegraph.tools.verifier import get_verifier
+
+    pairs = read_minimal_pairs(SUITE)
+    table = minimal_pair_table(pairs, get_verifier("lm-check").score([(p.premise, p.claim) for p in pairs]))
+    floors = {"role_swap": 0.28, "negation": 0.5, "entity_swap": 0.55, "number_date": 0.75, "long_premise": 0.7,
+              "paraphrase": 0.65, "control": 0.93}
+    low = {c: table[c]["share"] for c, f in floors.items() if table[c]["share"] < f}
+    assert not low, f"below the floors: {low} (table {table})"
+
+
+def test_training_script_smoke_run_payload_train_and_load(tmp_path):
+    """payload (one layer, a handful of pairs) -> train two steps on the CPU -> the adapter loads in
+    the lm-check backend, whose CPU scores are the ones the training run wrote."""
+    pytest.importorskip("peft")
+    pytest.importorskip("gguf")
+    _gguf()
+    rows = [{"split": "train", "premise": f"The river {k} flows north.", "claim": f"The river {k} flows "
+             + ("north." if k % 2 else "south."), "y": k % 2} for k in range(8)]
+    rows += [{"split": "eval", "set": "minimal", "group": "negation", "premise": "Ann won.", "claim": "Ann lost.", "y": 0},
+             {"split": "eval", "set": "minimal", "group": "control", "premise": "Ann won.", "claim": "Ann won.", "y": 1}]
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    pay, out = tmp_path / "pay", tmp_path / "out"
+    run = [sys.executable, str(REPO / "scripts" / "train_lm_checker.py")]
+    p = subprocess.run(run + ["payload", "--out", str(pay), "--layers", "1", "--pairs", str(pairs)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert (pay / "p1" / "weights1.npz").exists() and (pay / "all" / "payload.json").exists()
+    t = subprocess.run(run + ["train", "--payload", str(pay / "all"), "--out", str(out), "--device", "cpu",
+                              "--max-steps", "2", "--batch", "4", "--workers", "1"], capture_output=True, text=True, timeout=600)
+    assert t.returncode == 0, t.stderr[-2000:]
+    card = json.loads((out / "checker.json").read_text())
+    assert card["steps"] == 2 and card["layers"] == 1 and card["eval"]["minimal"]["n"] == 2
+    from citegraph.tools.verifier.lm import LMCheckVerifier
+
+    v = LMCheckVerifier(folder=out, cache=False)
+    got = v.score([("Ann won.", "Ann lost."), ("Ann won.", "Ann won.")])
+    written = [json.loads(line)["p"] for line in (out / "eval_scores.jsonl").read_text().splitlines()]
+    assert np.allclose(got, written, atol=0.03)  # bf16 here, fp32 in the run's own scoring
+    bad = subprocess.run(run + ["train", "--payload", str(tmp_path / "none"), "--out", str(tmp_path / "x"),
+                                "--device", "cpu"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "no payload.json" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
