@@ -53,7 +53,7 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
     spec = (spec or "default").strip()
     kw: dict[str, Any] = {}
     if max_windows is not None:
-        base = spec.removesuffix("+checks")
+        base = spec.removesuffix("+lm").removesuffix("+checks")
         windowed = base == "default" or base.partition(":")[0] in ("hf-classifier", "hf-seq2seq")
         if not windowed or base in _REGISTRY:
             raise InputError(f"max_windows applies to default, hf-classifier: and hf-seq2seq: verifiers, not {spec!r}")
@@ -121,8 +121,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         description="Read JSONL lines with premise and hypothesis; write them back with probability and entailed.",
     )
     p.add_argument("--pairs", required=True, help="JSONL file, one {premise, hypothesis} object per line")
-    p.add_argument("--verifier", default="default", help="verifier spec (default, hf-classifier:PATH, hf-seq2seq:PATH, llm-judge[:SPEC][:table16]; "
-                   "+checks after any of them adds the structural checks)")
+    p.add_argument("--verifier", default="default", help="verifier spec (default, lm-check, hf-classifier:PATH, hf-seq2seq:PATH, "
+                   "llm-judge[:SPEC][:table16]; +checks after any of them adds the structural checks, then +lm the "
+                   "language-model checker's second opinion)")
     p.add_argument("--output", default=None, help="output JSONL (default: stdout)")
     p.add_argument("--threshold", type=float, default=None, help="entailment threshold (default: the verifier's, 0.5)")
     p.add_argument("--max-windows", type=int, default=None, metavar="N",

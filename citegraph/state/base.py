@@ -226,7 +226,8 @@ class BaseContext:
                              "Default: $CITEGRAPH_LLM when set.", env=ENV_LLM)
     verifier: str = knob("default", "Entailment verifier spec: default, hf-classifier:<id>, hf-seq2seq:<id>, llm-judge[:<llm spec>][:table16] "
                                     "(table16: RAAC's Table 16 evaluator prompt); any of them + '+checks' adds the structural checks "
-                                    "(negation, opposites, numbers, names, swapped roles or words; docs/verifier.md). "
+                                    "(negation, opposites, numbers, names, swapped roles or words; docs/verifier.md); lm-check is the checker built from "
+                                    "the packaged 0.5B model, and '+lm' after any spec asks it where that verifier is unsure (slower). "
                                     "Default: $CITEGRAPH_VERIFIER when set.",
                          env=ENV_VERIFIER)
     temperature: float = knob(0.0, "Sampling temperature for generation (0 = greedy).", ge=0.0)
