@@ -257,33 +257,6 @@ def load_payload(folder: Path, lm):
     return info, weights, head
 
 
-def report(rows: list[dict], probs: list[float]) -> dict:
-    from sklearn.metrics import roc_auc_score
-
-    def one(idx):
-        y = [rows[i]["y"] for i in idx]
-        pred = [int(probs[i] >= 0.5) for i in idx]
-        pos = [p for p, t in zip(pred, y) if t == 1]
-        neg = [p for p, t in zip(pred, y) if t == 0]
-        tpr = sum(pos) / len(pos) if pos else None
-        tnr = (len(neg) - sum(neg)) / len(neg) if neg else None
-        both = [v for v in (tpr, tnr) if v is not None]
-        out = {"n": len(idx), "balanced_accuracy": round(sum(both) / len(both), 4), "tpr": tpr, "tnr": tnr}
-        if pos and neg:
-            out["roc_auc"] = round(roc_auc_score(y, [probs[i] for i in idx]), 4)
-        return out
-
-    by_set, by_cat = collections.defaultdict(list), collections.defaultdict(list)
-    for k, r in enumerate(rows):
-        by_set[r["set"]].append(k)
-        if r["set"] == "minimal":
-            by_cat[r["group"]].append(k)
-    out = {name: one(idx) for name, idx in sorted(by_set.items())}
-    out["minimal_categories"] = {g: round(sum(int(probs[i] >= 0.5) == rows[i]["y"] for i in idx) / len(idx), 3)
-                                 for g, idx in sorted(by_cat.items())}
-    return out
-
-
 def _encode_chunk(job):
     folder, pairs, max_len = job
     from transformers import AutoTokenizer
@@ -448,7 +421,9 @@ def train(args) -> int:
     if bad:
         print(f"{bad} non-finite scores (counted as 0.5)", flush=True)
         probs = [p if math.isfinite(p) else 0.5 for p in probs]
-    rep = report(eval_rows, probs)
+    import verifier_sweep  # its per-set report; stdlib at import, sklearn when called
+
+    rep = verifier_sweep.report(eval_rows, probs)
     print(json.dumps(rep), flush=True)
     print(f"scored {len(eval_ids)} pairs in {time.perf_counter() - t:.0f}s", flush=True)
     state = {k: v.detach().to(torch.bfloat16).contiguous().cpu() for k, v in get_peft_model_state_dict(model).items()}
