@@ -6,6 +6,9 @@ not a first stage."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,8 +26,14 @@ def _tokenizer(gguf_path: Path):
     from citegraph.tools.local_model import cache_dir
 
     folder = cache_dir() / f"{gguf_path.stem}-tokenizer"
-    if not (folder / "tokenizer.json").exists():
-        AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name).save_pretrained(str(folder))
+    if not (folder / "tokenizer.json").exists():  # written aside, then moved: a reader never sees half of it
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tokenizer-"))
+        AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name).save_pretrained(str(tmp))
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process moved its copy first
+            shutil.rmtree(tmp, ignore_errors=True)
     return AutoTokenizer.from_pretrained(str(folder))
 
 
