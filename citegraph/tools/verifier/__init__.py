@@ -17,6 +17,10 @@ Backends, chosen by ``spec``:
   ``:ours`` (the default) is our own wording (``JUDGE_PROMPT``).
 * ``<any spec above>+checks`` -- that verifier with structural checks (``checks``): a claim that
   negates, flips, renumbers, renames or swaps the roles of what its premise says is capped at 0.1.
+* ``lm-check`` -- the first 12 layers of the packaged Qwen2.5 0.5B (its GGUF) with the LoRA adapter and
+  head of ``citegraph/assets/verifier_lm`` (``lmcheck``, ``lm``); a few pairs per second on 2 cores.
+* ``<any spec above>+lm`` -- that verifier, with ``lm-check``'s second opinion averaged in where its score
+  is strictly between 0.1 and 0.9 (a score capped by ``+checks`` stands).
 
 Every backend is batched (pairs sorted by length), cached on ``(premise, hypothesis)`` and counts
 what it did in :class:`VerifierStats`. Premises longer than ``max_premise_tokens`` are split into
@@ -28,7 +32,8 @@ Hugging Face cache -- ``HF_HUB_OFFLINE=1`` is set before loading).
 
 The package: ``base`` (the protocol: Verifier, VerifierStats, FunctionVerifier), ``hf`` (the two
 Hugging Face backends), ``judge`` (the LLM judge; its prompts in ``citegraph.prompts.judge``) and
-``checks`` (rule-based conflicts, CheckedVerifier) and ``registry`` (get_verifier, register_verifier, check_verifier_spec, with_threshold). Every public
+``checks`` (rule-based conflicts, CheckedVerifier), ``lmcheck``/``lm`` (the language-model checker,
+LMCheckVerifier, SecondOpinionVerifier) and ``registry`` (get_verifier, register_verifier, check_verifier_spec, with_threshold). Every public
 name is importable from here.
 """
 
@@ -43,6 +48,7 @@ from citegraph.tools.verifier.hf import (
     top_windows,
 )
 from citegraph.tools.verifier.judge import LLMJudgeVerifier, parse_judge_spec
+from citegraph.tools.verifier.lm import LM_ASSET_DIR, LMCheckVerifier, SecondOpinionVerifier
 from citegraph.tools.verifier.registry import (
     _REGISTRY,
     ASSET_DIR,
@@ -70,6 +76,9 @@ __all__ = [
     "HFClassifierVerifier",
     "HFSeq2SeqVerifier",
     "LLMJudgeVerifier",
+    "LMCheckVerifier",
+    "LM_ASSET_DIR",
+    "SecondOpinionVerifier",
     "Pair",
     "ThresholdedVerifier",
     "Verifier",
