@@ -1,8 +1,8 @@
 """``lm-check``: the language-model checker on the CPU -- the first layers of the packaged Qwen2.5 0.5B
 (``local-small``), dequantized from its GGUF, with the LoRA adapter and head trained by
 ``scripts/train_lm_checker.py`` folded in (``citegraph/assets/verifier_lm``; the model code is in
-``lmcheck.py``). About 3-4 pairs/s on 2 cores: a second opinion on the pairs that decide a status,
-not a first stage."""
+``lmcheck.py``). About 3-9 pairs/s on 2 cores (long premises are the slow end): a second opinion on the
+pairs a first verifier is unsure of, not a first stage."""
 
 from __future__ import annotations
 
@@ -34,12 +34,14 @@ def _tokenizer(gguf_path: Path):
             os.replace(tmp, folder)
         except OSError:  # another process moved its copy first
             shutil.rmtree(tmp, ignore_errors=True)
-    return AutoTokenizer.from_pretrained(str(folder))
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    tok.model_max_length = 1 << 30  # premises are cut into windows by lmcheck.encode_pairs, not by the tokenizer
+    return tok
 
 
 class LMCheckVerifier(Verifier):
-    """P(supported) from the Qwen checker; loaded on first use (about 10 s: the GGUF's first layers are
-    dequantized and the adapter folded in)."""
+    """P(supported) from the Qwen checker; loaded on first use (10-30 s: the GGUF's first layers are
+    dequantized and the adapter folded in; the tokenizer is converted once into the cache)."""
 
     def __init__(self, spec: str = "lm-check", folder: str | Path = LM_ASSET_DIR, batch_size: int = 8,
                  threads: int | None = None, **kw: Any):
