@@ -135,22 +135,13 @@ def evaluation_rows(data: Path, fever_sample: int) -> list[dict]:
     return rows
 
 
-def qwen_tokenizer(gguf_path: Path, cache: Path):
-    """The GGUF's own tokenizer as a transformers tokenizer (converted once, kept in ``cache``)."""
-    from transformers import AutoTokenizer
-
-    if not (cache / "tokenizer.json").exists():
-        tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
-        tok.save_pretrained(str(cache))
-    return AutoTokenizer.from_pretrained(str(cache))
-
-
 def payload(args) -> int:
     import gguf
     import numpy as np
 
     sys.path.insert(0, str(REPO))
-    from citegraph.tools.local_model import cache_dir, embedded_model_path
+    from citegraph.tools.local_model import embedded_model_path
+    from citegraph.tools.verifier.lm import gguf_tokenizer
 
     lm = lmcheck()
     gguf_path = Path(args.gguf) if args.gguf else embedded_model_path("local-small")
@@ -168,7 +159,7 @@ def payload(args) -> int:
         train, counts = training_rows(data, args, rng)
         evals = evaluation_rows(data, args.fever_sample)
     print(json.dumps(counts), f"eval {collections.Counter(r['set'] for r in evals)}", flush=True)
-    tok = qwen_tokenizer(gguf_path, cache_dir() / "qwen2.5-0.5b-tokenizer")
+    tok = gguf_tokenizer(gguf_path)  # the verifier's own, from the same cache
     used = set()
     for s in range(0, len(train) + len(evals), 4096):
         part = (train + evals)[s: s + 4096]
@@ -179,7 +170,6 @@ def payload(args) -> int:
     rows = np.array(sorted(used), dtype=np.int64)
     reader = gguf.GGUFReader(str(gguf_path))
     meta = lm.gguf_meta(reader)
-    meta["vocab"] = int(next(t for t in reader.tensors if t.name == "token_embd.weight").shape[1])
     tensors, types = {}, {}
     yes, no = (tok(w, add_special_tokens=False)["input_ids"][0] for w in (" Yes", " No"))
     for t in reader.tensors:
@@ -257,21 +247,23 @@ def load_payload(folder: Path, lm):
     return info, weights, head
 
 
+_TOK = None  # the tokenizer the forked workers of encode_all inherit (loaded once, in the parent)
+
+
 def _encode_chunk(job):
-    folder, pairs, max_len = job
-    from transformers import AutoTokenizer
-
-    lm = sys.modules.get("lmcheck") or lmcheck()
-    return lm.encode_pairs(AutoTokenizer.from_pretrained(folder), pairs, max_len)
+    pairs, max_len = job
+    return sys.modules["lmcheck"].encode_pairs(_TOK, pairs, max_len)
 
 
-def encode_all(folder: Path, pairs: list[tuple[str, str]], max_len: int, workers: int) -> list[list[int]]:
+def encode_all(tok, pairs: list[tuple[str, str]], max_len: int, workers: int) -> list[list[int]]:
     import multiprocessing as mp
 
-    step = max(1, math.ceil(len(pairs) / (workers * 4)))
-    jobs = [(str(folder), pairs[s: s + step], max_len) for s in range(0, len(pairs), step)]
+    global _TOK
     if workers <= 1:
-        return [ids for job in jobs for ids in _encode_chunk(job)]
+        return sys.modules["lmcheck"].encode_pairs(tok, pairs, max_len)
+    _TOK = tok
+    step = max(1, math.ceil(len(pairs) / (workers * 4)))
+    jobs = [(pairs[s: s + step], max_len) for s in range(0, len(pairs), step)]
     with mp.get_context("fork").Pool(workers) as pool:
         return [ids for part in pool.map(_encode_chunk, jobs) for ids in part]
 
@@ -332,7 +324,7 @@ def train(args) -> int:
             by[r["set"]].append(r)
         eval_rows = [r for rs in by.values() for r in random.Random(1).sample(rs, min(len(rs), args.eval_max))]
     t = time.perf_counter()
-    all_ids = encode_all(tok_dir, [(r["premise"], r["claim"]) for r in train_rows + eval_rows],
+    all_ids = encode_all(tok, [(r["premise"], r["claim"]) for r in train_rows + eval_rows],
                          args.max_len, args.workers)
     train_ids, eval_ids = all_ids[: len(train_rows)], all_ids[len(train_rows):]
     print(f"tokenized {len(all_ids)} pairs in {time.perf_counter() - t:.0f}s", flush=True)

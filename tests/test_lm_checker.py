@@ -110,9 +110,9 @@ def test_merging_the_shipped_adapter_touches_every_target_and_nothing_else():
 
 def test_pairs_are_cut_to_fit_and_keep_the_claim_and_the_matching_window():
     pytest.importorskip("gguf")
-    from citegraph.tools.verifier.lm import _tokenizer
+    from citegraph.tools.verifier.lm import gguf_tokenizer
 
-    tok = _tokenizer(_gguf())
+    tok = gguf_tokenizer(_gguf())
     filler = " ".join(f"Sentence {k} is about the weather in the valley." for k in range(80))
     premise = filler + " The bridge over the Vlora river was finished in 1911. " + filler
     ids = lmcheck.encode_pairs(tok, [(premise, "The bridge was finished in 1911."), ("Short premise.", "A claim.")], 96)

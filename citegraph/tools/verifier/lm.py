@@ -19,7 +19,7 @@ from citegraph.tools.verifier.base import Pair, Verifier
 LM_ASSET_DIR = Path(__file__).resolve().parents[2] / "assets" / "verifier_lm"
 
 
-def _tokenizer(gguf_path: Path):
+def gguf_tokenizer(gguf_path: Path):
     """The GGUF's own tokenizer as a transformers tokenizer, converted once into the cache."""
     from transformers import AutoTokenizer
 
@@ -74,7 +74,7 @@ class LMCheckVerifier(Verifier):
             if self.threads:
                 torch.set_num_threads(int(self.threads))
             self._model = model.to(torch.bfloat16).eval()  # as trained (bf16 autocast); 2x fp32's speed
-            self._tok, self._card = _tokenizer(gguf_path), card
+            self._tok, self._card = gguf_tokenizer(gguf_path), card
 
     def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
         import torch

@@ -50,10 +50,11 @@ def gguf_meta(reader) -> dict[str, Any]:
     def val(key):
         f = reader.fields[key]
         return f.parts[f.data[0]].tolist()[0]
+    vocab = next(int(t.shape[1]) for t in reader.tensors if t.name == "token_embd.weight")
     return {"hidden": val("qwen2.embedding_length"), "intermediate": val("qwen2.feed_forward_length"),
             "heads": val("qwen2.attention.head_count"), "kv_heads": val("qwen2.attention.head_count_kv"),
             "layers": val("qwen2.block_count"), "rope_theta": float(val("qwen2.rope.freq_base")),
-            "rms_eps": float(val("qwen2.attention.layer_norm_rms_epsilon")), "vocab": None}
+            "rms_eps": float(val("qwen2.attention.layer_norm_rms_epsilon")), "vocab": vocab}
 
 
 def qwen_config(meta: dict[str, Any], n_layers: int, attn: str = "sdpa"):
@@ -66,9 +67,9 @@ def qwen_config(meta: dict[str, Any], n_layers: int, attn: str = "sdpa"):
                        use_sliding_window=False, attn_implementation=attn)
 
 
-def gguf_tensors(path: str | Path, n_layers: int) -> tuple[dict[str, Any], dict[str, np.ndarray], np.ndarray]:
-    """(meta, the Qwen2Model tensors of the first ``n_layers`` layers as float32, the LM head's rows)
-    read from a GGUF file; the head rows are returned whole (the caller picks the answer tokens)."""
+def gguf_tensors(path: str | Path, n_layers: int) -> tuple[dict[str, Any], dict[str, np.ndarray], Any]:
+    """(meta, the Qwen2Model tensors of the first ``n_layers`` layers as float32, the GGUF's LM head
+    tensor still quantized: :func:`head_rows` reads the rows a caller needs)."""
     import gguf
 
     reader = gguf.GGUFReader(str(path))
@@ -85,7 +86,6 @@ def gguf_tensors(path: str | Path, n_layers: int) -> tuple[dict[str, Any], dict[
         if name is None:
             continue
         out[name] = np.array(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)  # a writable copy
-    meta["vocab"] = out["embed_tokens.weight"].shape[0]
     return meta, out, head
 
 
@@ -183,28 +183,17 @@ def batches(ids: list[list[int]], batch: int, pad: int):
 
 # ---- the adapter ------------------------------------------------------------------------------
 def merge_adapter(tensors: dict[str, np.ndarray], adapter: dict[str, Any], config: dict[str, Any]) -> np.ndarray:
-    """Fold a peft LoRA adapter into ``tensors`` (in place; W += B @ A * alpha / r) and return the
-    head's weights and bias (saved beside the adapter) as one array [w..., b]."""
+    """Fold a peft LoRA adapter (torch tensors, as ``safetensors.torch.load_file`` reads them) into
+    ``tensors`` (in place; W += B @ A * alpha / r) and return the head saved beside it as [weight..., bias]."""
     scale = config["lora_alpha"] / config["r"]
-    head = None
-    for key, value in adapter.items():
-        v = value.float().numpy() if hasattr(value, "float") else np.asarray(value, dtype=np.float32)
+    for key, a in adapter.items():
         if ".lora_A." in key:
-            target = _adapter_target(key)
+            # base_model.model.body.layers.3.self_attn.q_proj.lora_A.weight -> layers.3.self_attn.q_proj.weight
+            target = key.split("body.", 1)[1].replace(".lora_A.weight", ".weight")
             b = adapter[key.replace(".lora_A.", ".lora_B.")]
-            b = b.float().numpy() if hasattr(b, "float") else np.asarray(b, dtype=np.float32)
-            tensors[target] = tensors[target] + (b @ v) * scale
-    if "head.weight" in adapter:
-        w = adapter["head.weight"].float().numpy().reshape(-1)
-        bias = adapter["head.bias"].float().numpy().reshape(-1)
-        head = np.concatenate([w, bias])
-    return head
-
-
-def _adapter_target(key: str) -> str:
-    # base_model.model.body.layers.3.self_attn.q_proj.lora_A.weight -> layers.3.self_attn.q_proj.weight
-    inner = key.split("body.", 1)[1]
-    return inner.replace(".lora_A.weight", ".weight").replace(".lora_A.default.weight", ".weight")
+            tensors[target] = tensors[target] + (b.float() @ a.float()).numpy() * scale
+    return np.concatenate([adapter["head.weight"].float().numpy().reshape(-1),
+                           adapter["head.bias"].float().numpy().reshape(-1)])
 
 
 def read_card(folder: str | Path) -> dict[str, Any]:
