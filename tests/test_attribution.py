@@ -410,3 +410,51 @@ def test_an_uncited_flagged_sentence_is_explained_by_the_closest_conflicting_doc
     assert out.sentences[0].support == "unsupported"
     (why,) = out.metadata["attribution"]["sentences"][0]["conflicts"]
     assert why.startswith("[2] negation: the claim says 'not' of 'protect'")
+
+
+def _second_opinion_verifier(first_scores: dict, second_scores: dict, asked: list):
+    from citegraph.tools.verifier.lm import SecondOpinionVerifier
+
+    def second(pairs):
+        asked.extend(pairs)
+        return [second_scores[pair] for pair in pairs]
+
+    return SecondOpinionVerifier(FunctionVerifier(lambda p, h: first_scores[(p, h)], spec="stub:first"),
+                                 FunctionVerifier(second, spec="stub:second", batched=True))
+
+
+def test_the_second_opinion_is_asked_only_about_the_pairs_that_decide_a_sentence():
+    """``<spec>+lm`` at the stage: every pair is scored by the first verifier; the second one is asked
+    about the pair a sentence's status rests on when the first is unsure of it. A[1] (0.6) kept the
+    sentence; the second opinion (0.1) brings it to 0.35, so the stage decides again and re-points it to
+    B[2] (0.7), whose own second opinion (0.9) makes it 0.8. D (0.3, unsure but deciding nothing), C (0.05:
+    the first is sure) and the other sentence (0.95) are never asked about; scoring every pair the stage
+    tries with ``score`` would have asked about D too."""
+    docs = [Document(id=x, title="", text=t)
+            for x, t in zip("abcd", ["Alpha holds it.", "Beta holds it.", "Gamma holds it.", "Delta holds it."])]
+    claim, sure = "The claim.", "The sure claim."
+    first = {(docs[0].text, claim): 0.6, (docs[1].text, claim): 0.7, (docs[2].text, claim): 0.05,
+             (docs[3].text, claim): 0.3, (docs[3].text, sure): 0.02,
+             (docs[0].text, sure): 0.02, (docs[1].text, sure): 0.02, (docs[2].text, sure): 0.95}
+    second = {(docs[0].text, claim): 0.1, (docs[1].text, claim): 0.9}
+    asked: list = []
+    out = attribute_answer(_answer(docs, (claim, [1]), (sure, [3])), _second_opinion_verifier(first, second, asked))
+    s, t = out.sentences
+    assert (s.citations, s.support, s.support_score) == ([2], "supported", 0.8)
+    assert (t.citations, t.support, t.support_score) == ([3], "supported", 0.95)
+    assert asked == [(docs[0].text, claim), (docs[1].text, claim)]
+    assert out.metadata["attribution"]["second_opinions"] == 2
+    assert out.metadata["attribution"]["sentences"][0]["action"] == "re-pointed"
+
+
+def test_a_second_opinion_can_lift_a_flagged_sentence_and_is_not_asked_where_the_first_is_sure():
+    docs = [Document(id="a", title="", text="Alpha holds it.")]
+    claim = "The claim."
+    asked: list = []
+    v = _second_opinion_verifier({(docs[0].text, claim): 0.15}, {(docs[0].text, claim): 0.95}, asked)
+    s = attribute_answer(_answer(docs, (claim, [])), v).sentences[0]
+    assert (s.citations, s.support, s.support_score) == ([1], "supported", 0.55)  # flagged at 0.15 -> added
+    asked.clear()
+    v = _second_opinion_verifier({(docs[0].text, claim): 0.05}, {}, asked)
+    out = attribute_answer(_answer(docs, (claim, [1])), v)
+    assert out.sentences[0].support == "unsupported" and asked == [] and out.metadata["attribution"]["second_opinions"] == 0

@@ -26,9 +26,15 @@ verifier alone (no LLM call):
    sentence becomes an :class:`~citegraph.state.answer.Evidence` with its score (evidence a method
    attached itself, e.g. SQuAI's supporting sentences, is kept while its document stays cited).
 
+5. **Second opinion** (a verifier that has one, e.g. ``default+checks+lm``): steps 1-3 run on the
+   first verifier's scores alone; then only the pair that decided each sentence's status (the score
+   its status rests on) goes to the second verifier where the first is unsure, and the sentences are
+   decided again on the revised scores. A pair that was revised down can hand the decision to another
+   pair, which gets its own second opinion in the next round (at most ``SECOND_ROUNDS``).
+
 All scoring goes through three batched ``verifier.score`` calls per answer at most (the sentences'
-own citations; the other documents for the sentences left unsupported; joint sets), and the
-verifier de-duplicates and caches pairs. What was done to each sentence is recorded in
+own citations; the other documents for the sentences left unsupported; joint sets), plus one call of
+the second verifier per round of step 5, and the verifier de-duplicates and caches pairs. What was done to each sentence is recorded in
 ``answer.metadata["attribution"]`` (``SentenceAttribution`` records plus the counts).
 """
 
@@ -51,6 +57,8 @@ JOINT_POOL = 3  # the best single documents whose pairs/triple are checked joint
 #: a document's sentences checked alone against an answer sentence: the ones sharing the most words
 #: with it (the Context knob ``attribution_sentences``)
 SENTENCE_CANDIDATES = 4
+#: rounds of second opinions on the deciding pairs (step 5), for a verifier that has a second opinion
+SECOND_ROUNDS = 3
 
 
 # --------------------------------------------------------------------------- shared with RAAC
@@ -91,12 +99,18 @@ def _best(checks: list[SubsetCheck]) -> SubsetCheck | None:
 
 
 class _Scorer:
-    """Collects (premise, hypothesis) pairs, scores them in one batched call, and reads them back."""
+    """Collects (premise, hypothesis) pairs, scores them in one batched call, and reads them back. With a
+    verifier that has a second opinion (``first_opinion`` / ``second_opinion``), pairs are scored by its
+    first verifier alone; :meth:`revise` asks the second one about the pairs the stage names."""
 
     def __init__(self, verifier):
         self.verifier = verifier
+        self.first = getattr(verifier, "first_opinion", verifier.score)
+        self.second = getattr(verifier, "second_opinion", None)
         self.pairs: list[tuple[str, str]] = []
         self.scores: dict[tuple[str, str], float] = {}
+        self.revised: set[tuple[str, str]] = set()  # pairs the second verifier was asked about (or not unsure of)
+        self.asked = 0  # pairs the second verifier scored
 
     def want(self, premise_text: str, hypothesis: str) -> tuple[str, str]:
         pair = (premise_text, hypothesis.strip())
@@ -108,7 +122,21 @@ class _Scorer:
         todo = list(dict.fromkeys(p for p in self.pairs if p not in self.scores))
         self.pairs = []
         if todo:
-            self.scores.update(zip(todo, (float(x) for x in self.verifier.score(todo))))
+            self.scores.update(zip(todo, (float(x) for x in self.first(todo))))
+
+    def revise(self, pairs: list[tuple[str, str]]) -> bool:
+        """The second opinion on ``pairs`` (each asked once per answer); True when a score changed."""
+        pairs = [p for p in dict.fromkeys(pairs) if p not in self.revised]
+        if self.second is None or not pairs:
+            return False
+        self.revised.update(pairs)
+        new = self.second(pairs, [self.scores[p] for p in pairs])
+        self.asked += len(new)
+        changed = False
+        for k, v in new.items():
+            changed |= v != self.scores[pairs[k]]
+            self.scores[pairs[k]] = float(v)
+        return changed
 
     def __getitem__(self, pair: tuple[str, str]) -> float:
         return self.scores[pair]
@@ -144,6 +172,8 @@ class _Attribution:
         self.sc = _Scorer(verifier)
         self.own_subs = {i: subsets(self.written[i], max_docs) for i in todo}
         self.decided: dict[int, Decision] = {}
+        self.basis: dict[int, tuple[int, ...]] = {}  # the documents whose check gave decided[i] its score
+        self.source: dict[tuple[int, tuple[int, ...]], tuple[str, str]] = {}  # the pair behind each check's score
         self.joint: dict[int, list[tuple[int, ...]]] = {}
         self._vetoed: dict[tuple[int, tuple[int, ...]], bool] = {}
 
@@ -163,11 +193,14 @@ class _Attribution:
         """Document ``c``'s checked sentences against answer sentence ``i``, best first."""
         return sorted(((self.sc[(x, self.sents[i].text.strip())], x) for x in self.checked[(i, c)]), key=lambda t: -t[0])
 
-    def single(self, i: int, c: int) -> float:
-        whole = self.sc[(premise(self.docs, (c,)), self.sents[i].text.strip())]
+    def single(self, i: int, c: int) -> tuple[float, tuple[str, str]]:
+        """Document ``c`` against sentence ``i``: the score and the pair it comes from (the whole
+        document, or its best sentence unless the checks vetoed the document)."""
+        pair = (premise(self.docs, (c,)), self.sents[i].text.strip())
         if self.vetoed(i, (c,)):
-            return whole
-        return max(whole, self.sent_scores(i, c)[0][0])
+            return self.sc[pair], pair
+        best, text = self.sent_scores(i, c)[0]
+        return (best, (text, pair[1])) if best > self.sc[pair] else (self.sc[pair], pair)
 
     def vetoed(self, i: int, sub) -> bool:
         """A verifier with structural checks found the documents ``sub`` as a whole in conflict with sentence
@@ -185,12 +218,20 @@ class _Attribution:
 
     def check(self, i: int, sub) -> SubsetCheck:
         if len(sub) == 1:
-            v = self.single(i, sub[0])
+            v, pair = self.single(i, sub[0])
         else:
-            v = self.sc[(premise(self.docs, sub), self.sents[i].text.strip())]
+            pair = (premise(self.docs, sub), self.sents[i].text.strip())
+            v = self.sc[pair]
             if not self.vetoed(i, sub):
-                v = max(v, self.sc.scores.get((self.best_sentences_premise(i, sub), self.sents[i].text.strip()), 0.0))
+                best = (self.best_sentences_premise(i, sub), pair[1])
+                if self.sc.scores.get(best, 0.0) > v:
+                    v, pair = self.sc.scores[best], best
+        self.source[(i, tuple(sub))] = pair
         return SubsetCheck(subset=list(sub), score=round(v, 4), entails=v >= self.thr)
+
+    def decide(self, i: int, subset: Sequence[int], score: float, action: str) -> None:
+        self.decided[i] = (list(subset), score, action)
+        self.basis[i] = tuple(subset)
 
     # -- the steps
     def keep_own(self, simplify: bool) -> None:
@@ -208,13 +249,13 @@ class _Attribution:
             # simplify off: the largest set checked (all the written citations, or the first max_docs of them)
             whole = max(own, key=lambda c: len(c.subset), default=None)
             if not simplify and whole is not None and whole.entails:
-                self.decided[i] = (list(whole.subset), whole.score,
-                                   "kept" if set(whole.subset) == set(self.written[i]) else "simplified")
+                self.decide(i, whole.subset, whole.score,
+                            "kept" if set(whole.subset) == set(self.written[i]) else "simplified")
                 continue
             kept = minimal_subset(own)
             if kept:
-                self.decided[i] = (kept, next(c.score for c in own if c.subset == kept),
-                                   "kept" if set(kept) == set(self.written[i]) else "simplified")
+                self.decide(i, kept, next(c.score for c in own if c.subset == kept),
+                            "kept" if set(kept) == set(self.written[i]) else "simplified")
 
     def repoint(self) -> None:
         """2. The sentences their citations leave unsupported, against every other pooled document: the
@@ -230,7 +271,7 @@ class _Attribution:
                 continue
             singles = sorted((self.check(i, (c,)) for c in self.cands[i]), key=lambda c: (-c.score, c.subset))
             if singles and singles[0].entails:
-                self.decided[i] = (list(singles[0].subset), singles[0].score, "re-pointed" if self.written[i] else "added")
+                self.decide(i, singles[0].subset, singles[0].score, "re-pointed" if self.written[i] else "added")
                 continue
             top = sorted(c.subset[0] for c in singles[:JOINT_POOL])
             self.joint[i] = [t for r in range(2, min(self.max_docs, len(top)) + 1) for t in itertools.combinations(top, r)]
@@ -250,15 +291,33 @@ class _Attribution:
             jc = [self.check(i, sub) for sub in self.joint.get(i, [])]
             kept = minimal_subset(jc)
             if kept:
-                self.decided[i] = (kept, next(c.score for c in jc if c.subset == kept),
-                                   "re-pointed" if self.written[i] else "added")
+                self.decide(i, kept, next(c.score for c in jc if c.subset == kept),
+                            "re-pointed" if self.written[i] else "added")
                 continue
             tried = [self.check(i, sub) for sub in self.own_subs[i]] + [self.check(i, (c,)) for c in self.cands[i]] + jc
             best = _best(tried)
             if best is not None and best.score >= partial:
-                self.decided[i] = (list(best.subset), best.score, "partial")
+                self.decide(i, best.subset, best.score, "partial")
+            elif best is not None:
+                self.decide(i, [], best.score, "flagged")
+                self.basis[i] = tuple(best.subset)
             else:
-                self.decided[i] = ([], best.score if best is not None else 0.0, "flagged")
+                self.decided[i] = ([], 0.0, "flagged")
+
+    def second_opinions(self, simplify: bool, partial: float, rounds: int = SECOND_ROUNDS) -> None:
+        """5. The second verifier's opinion on the pair each sentence's status rests on; where it moves a
+        score, steps 1-3 decide again on the revised scores (no pair is scored twice), and the pairs that
+        now decide get their opinion in the next round."""
+        for _ in range(rounds):
+            deciding = [self.source[(i, self.basis[i])] for i in self.todo if (i, self.basis.get(i)) in self.source]
+            if not self.sc.revise(deciding):
+                return
+            self.decided.clear()
+            self.basis.clear()
+            self.joint.clear()
+            self.keep_own(simplify)
+            self.repoint()
+            self.check_jointly(partial)
 
     def sentences_out(self, mode: str, max_evidence: int):
         """4. Each sentence with its decision as a status, its citations and its evidence (the kept
@@ -348,6 +407,7 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     run.keep_own(simplify)
     run.repoint()
     run.check_jointly(partial)
+    run.second_opinions(simplify, partial)
     out_sents, records, dropped, reported = run.sentences_out(mode, max_evidence)
     out = answer.model_copy(update={"sentences": out_sents, "warnings": list(answer.warnings),
                                     "metadata": dict(answer.metadata)}).with_locations()
@@ -359,6 +419,7 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     out.metadata["attribution"] = {
         "mode": mode, "verifier": verifier_spec or getattr(verifier, "spec", str(verifier)), "threshold": run.thr,
         "partial": partial, "counts": counts, "changed": changed, "dropped": dropped,
+        "second_opinions": run.sc.asked,
         "sentences": [r.model_dump() for r in records],
     }
     if flagged and mode == "repair":

@@ -101,7 +101,9 @@ class SecondOpinionVerifier(Verifier):
     ``band`` -- where it is the mean of its score and the second verifier's. A score the first capped
     with a structural check (at most 0.1) is outside the band and stands. The band was chosen on the
     held-out split (docs/verifier.md): (0.1, 0.9) sends about a third of the pairs to the second
-    verifier for all of the gain of averaging every pair."""
+    verifier for all of the gain of averaging every pair. ``score`` does this for every pair it is given;
+    the attribution stage scores the pairs it tries with :meth:`first_opinion` and asks
+    :meth:`second_opinion` only about the pair each sentence's status rests on."""
 
     def __init__(self, first: Verifier, second: Verifier, band: tuple[float, float] = SECOND_BAND,
                  spec: str | None = None):
@@ -115,11 +117,23 @@ class SecondOpinionVerifier(Verifier):
         self.first.clear_cache()
         self.second.clear_cache()
 
-    def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
+    def first_opinion(self, pairs: Sequence[Pair]) -> list[float]:
+        """The first verifier's scores alone (the attribution stage scores every pair it tries with
+        these, and asks :meth:`second_opinion` only about the pairs that decide a sentence)."""
+        return self.first.score(pairs)
+
+    def second_opinion(self, pairs: Sequence[Pair], scores: Sequence[float]) -> dict[int, float]:
+        """For the pairs whose first ``scores`` are unsure (strictly inside the band): index -> the mean of
+        that score and the second verifier's."""
         lo, hi = self.band
-        out = list(self.first.score(pairs))
-        unsure = [k for k, v in enumerate(out) if lo < v < hi]
-        if unsure:
-            for k, v in zip(unsure, self.second.score([pairs[k] for k in unsure])):
-                out[k] = (out[k] + v) / 2
+        unsure = [k for k, v in enumerate(scores) if lo < v < hi]
+        if not unsure:
+            return {}
+        second = self.second.score([pairs[k] for k in unsure])
+        return {k: (float(scores[k]) + v) / 2 for k, v in zip(unsure, second)}
+
+    def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
+        out = list(self.first_opinion(pairs))
+        for k, v in self.second_opinion(pairs, out).items():
+            out[k] = v
         return out
