@@ -69,6 +69,19 @@ def test_role_swaps_with_the_passive_voice_taken_into_account():
     assert kinds("Velmont and Krusto merged in 2019.", "Krusto and Velmont merged in 2019.") == []
 
 
+def test_the_two_sides_of_a_comparison_trading_places():
+    premise = ("A trial in Orvik found that the new filter removed more lead than the old carbon filter, "
+               "but it cost twice as much. Households reported more than 300 complaints.")
+    assert kinds(premise, "The old carbon filter removed more lead than the new filter.") == ["role"]
+    assert kinds(premise, "The Orvik trial found the new filter removed more lead than the old carbon filter.") == []
+    # the opposite comparative with the sides swapped is a paraphrase to this rule (the antonym rule still
+    # reads "less" against "more": a double change it does not see)
+    assert "role" not in kinds(premise, "The old carbon filter removed less lead than the new filter.")
+    assert kinds(premise, "Households reported more than 300 complaints.") == []  # a bound, not a comparison
+    f = find_conflicts(premise, "The old carbon filter removed more lead than the new filter.")[0]
+    assert "'old carbon' and 'new' trade sides of 'more ... than'" in str(f)
+
+
 def test_number_in_another_slot_of_the_premise():
     premise = "The Sorn dam is 140 metres high and holds 310 million cubic metres of water."
     assert kinds(premise, "The Sorn dam is 310 metres high.") == ["number"]

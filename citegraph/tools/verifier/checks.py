@@ -471,7 +471,50 @@ def _role(p: _Pair) -> Finding | None:
         voice_differs = c_passive != b_passive
         if reversed_ != voice_differs:
             return Finding("role", f"{c.tokens[ka]!r} and {c.tokens[kz]!r} trade places around {c.tokens[i]!r}")
-    return _subject_moved(p, shared)
+    return _subject_moved(p, shared) or _comparison_reversed(p)
+
+
+_COMPARATIVE_WORDS = {"more", "less", "fewer", "better", "worse", "earlier", "later", "older", "younger"}
+
+
+def _comparisons(t: _Text) -> list[tuple[str, set[str], set[str]]]:
+    """Each "X <comparative> ... than Y" of a text: the comparative's stem, the content stems on its
+    left (from the sentence's start or the previous comparison) and on its right (from "than" to the
+    clause's end), words only (numbers are the number rule's), the stems found on both sides left out."""
+    out, start = [], 0
+    for i, w in enumerate(t.lower):
+        if w != "than" or i < 1:
+            continue
+        comp = next((k for k in range(i - 1, max(-1, i - 4), -1)
+                     if t.lower[k] in _COMPARATIVE_WORDS or (t.lower[k].endswith("er") and len(t.lower[k]) > 4)
+                     and t.lower[k].isalpha()), None)
+        nxt = t.lower[i + 1] if i + 1 < len(t.lower) else ""
+        if comp is None or t.lower[i - 1] in ("rather", "other") or nxt[:1].isdigit() or nxt in _WORD_NUMBERS:
+            continue  # "more than 500 million": a bound, not two things compared
+        end = next((k for k in range(i + 1, len(t.lower)) if t.lower[k] in _CLAUSE_END), len(t.lower))
+        left = {s for s, w_ in zip(t.stems[start:comp], t.lower[start:comp]) if _is_content(w_) and w_.isalpha()}
+        right = {s for s, w_ in zip(t.stems[i + 1:end], t.lower[i + 1:end]) if _is_content(w_) and w_.isalpha()}
+        out.append((t.stems[comp], left - right, right - left))
+        start = end
+    return out
+
+
+def _comparison_reversed(p: _Pair) -> Finding | None:
+    """The two sides of a comparison trade places: "the older method missed fewer cancers than the new
+    test" where the premise sentence says "the new test missed fewer cancers than the older method"
+    (the same comparative; an opposite one, "more" for "fewer", is a paraphrase and left alone)."""
+    if not p.aligned():
+        return None
+    theirs = _comparisons(p.best)
+    for comp, left, right in _comparisons(p.claim):
+        for comp_b, left_b, right_b in theirs:
+            if comp != comp_b:
+                continue
+            to_right, to_left = left & right_b, right & left_b
+            if to_right and to_left and not (left & left_b and right & right_b):
+                return Finding("role", f"{_show(p.claim, to_right)} and {_show(p.claim, to_left)} trade sides of "
+                                       f"'{p.claim.tokens[p.claim.stems.index(comp)]} ... than'")
+    return None
 
 
 def _subject_moved(p: _Pair, shared: set[str]) -> Finding | None:
