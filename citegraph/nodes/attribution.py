@@ -147,8 +147,9 @@ Decision = tuple[list[int], float, str]  # (kept citations, score, action) of on
 
 class _Attribution:
     """One answer under the stage: its sentences, the documents each may cite, the pairs scored so far
-    (:class:`_Scorer`), and the four steps :func:`attribute_answer` runs in order: :meth:`keep_own`,
-    :meth:`repoint`, :meth:`check_jointly`, :meth:`sentences_out`. ``decided[i]`` is sentence ``i``'s
+    (:class:`_Scorer`), and the steps :func:`attribute_answer` runs in order: :meth:`keep_own`,
+    :meth:`repoint`, :meth:`check_jointly`, :meth:`second_opinions` (which re-runs the first three on revised
+    scores), :meth:`sentences_out`. ``decided[i]`` is sentence ``i``'s
     decision once a step has made it; later steps leave it alone."""
 
     def __init__(self, answer: AttributedAnswer, verifier, *, max_docs: int, candidates: list[list[int]] | None,
