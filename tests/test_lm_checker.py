@@ -165,10 +165,13 @@ def test_training_script_smoke_run_payload_train_and_load(tmp_path):
     assert card["steps"] == 2 and card["layers"] == 1 and card["eval"]["minimal"]["n"] == 2
     from citegraph.tools.verifier.lm import LMCheckVerifier
 
-    v = LMCheckVerifier(folder=out, cache=False)
-    got = v.score([("Ann won.", "Ann lost."), ("Ann won.", "Ann won.")])
     written = [json.loads(line)["p"] for line in (out / "eval_scores.jsonl").read_text().splitlines()]
-    assert np.allclose(got, written, atol=0.03)  # bf16 here, fp32 in the run's own scoring
+    for dtype, tol in (("float32", 0.005), ("bfloat16", 0.03), ("auto", 0.03)):  # fp32 in the run's own scoring
+        v = LMCheckVerifier(folder=out, cache=False, dtype=dtype)
+        got = v.score([("Ann won.", "Ann lost."), ("Ann won.", "Ann won.")])
+        assert np.allclose(got, written, atol=tol), (dtype, got, written)
+    with pytest.raises(ValueError, match="dtype must be auto, bfloat16 or float32"):
+        LMCheckVerifier(folder=out, dtype="int8")
     bad = subprocess.run(run + ["train", "--payload", str(tmp_path / "none"), "--out", str(tmp_path / "x"),
                                 "--device", "cpu"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "no payload.json" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -1,8 +1,8 @@
 """``lm-check``: the language-model checker on the CPU -- the first layers of the packaged Qwen2.5 0.5B
 (``local-small``), dequantized from its GGUF, with the LoRA adapter and head trained by
 ``scripts/train_lm_checker.py`` folded in (``citegraph/assets/verifier_lm``; the model code is in
-``lmcheck.py``). About 3-9 pairs/s on 2 cores (long premises are the slow end): a second opinion on the
-pairs a first verifier is unsure of, not a first stage."""
+``lmcheck.py``). About 3 pairs/s for a 200-token premise on 2 cores without native bf16 (fp32; bf16 is
+4 times slower there): a second opinion on the pairs a first verifier is unsure of, not a first stage."""
 
 from __future__ import annotations
 
@@ -39,14 +39,29 @@ def gguf_tokenizer(gguf_path: Path):
     return tok
 
 
+def native_bf16() -> bool:
+    """The CPU computes in bf16 itself (AVX512-BF16 or AMX); without it torch emulates bf16 matrix
+    products, about 4 times slower than fp32 on the 2-core machines here."""
+    import torch
+
+    try:
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    except AttributeError:  # an older torch: fp32, the safe choice
+        return False
+
+
 class LMCheckVerifier(Verifier):
     """P(supported) from the Qwen checker; loaded on first use (10-30 s: the GGUF's first layers are
-    dequantized and the adapter folded in; the tokenizer is converted once into the cache)."""
+    dequantized and the adapter folded in; the tokenizer is converted once into the cache). ``dtype``:
+    ``auto`` (bf16 where the CPU has it natively, else fp32; both give the same decisions on the
+    minimal pairs), ``bfloat16`` or ``float32``."""
 
     def __init__(self, spec: str = "lm-check", folder: str | Path = LM_ASSET_DIR, batch_size: int = 8,
-                 threads: int | None = None, **kw: Any):
+                 threads: int | None = None, dtype: str = "auto", **kw: Any):
         super().__init__(spec=spec, batch_size=batch_size, **kw)
-        self.folder, self.threads = Path(folder), threads
+        if dtype not in ("auto", "bfloat16", "float32"):
+            raise ValueError(f"lm-check dtype must be auto, bfloat16 or float32, got {dtype!r}")
+        self.folder, self.threads, self.dtype = Path(folder), threads, dtype
         self._model = self._tok = self._card = None
         self._load_lock = threading.Lock()
 
@@ -73,7 +88,8 @@ class LMCheckVerifier(Verifier):
             del tensors
             if self.threads:
                 torch.set_num_threads(int(self.threads))
-            self._model = model.to(torch.bfloat16).eval()  # as trained (bf16 autocast); 2x fp32's speed
+            bf16 = self.dtype == "bfloat16" or (self.dtype == "auto" and native_bf16())
+            self._model = model.to(torch.bfloat16 if bf16 else torch.float32).eval()  # trained with bf16 autocast
             self._tok, self._card = gguf_tokenizer(gguf_path), card
 
     def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
