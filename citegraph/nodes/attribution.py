@@ -34,8 +34,9 @@ verifier alone (no LLM call):
 
 All scoring goes through three batched ``verifier.score`` calls per answer at most (the sentences'
 own citations; the other documents for the sentences left unsupported; joint sets), plus one call of
-the second verifier per round of step 5, and the verifier de-duplicates and caches pairs. What was done to each sentence is recorded in
-``answer.metadata["attribution"]`` (``SentenceAttribution`` records plus the counts).
+the second verifier per round of step 5, and the verifier de-duplicates and caches pairs. What was done
+to each sentence is recorded in ``answer.metadata["attribution"]`` (``SentenceAttribution`` records plus
+the counts, and ``second_opinions``: the pairs the second verifier was asked about).
 """
 
 from __future__ import annotations
