@@ -231,9 +231,10 @@ class _Attribution:
         self.source[(i, tuple(sub))] = pair
         return SubsetCheck(subset=list(sub), score=round(v, 4), entails=v >= self.thr)
 
-    def decide(self, i: int, subset: Sequence[int], score: float, action: str) -> None:
+    def decide(self, i: int, subset: Sequence[int], score: float, action: str, basis: Sequence[int] | None = None) -> None:
+        """Sentence ``i``'s decision, and the documents whose check it rests on (``subset`` unless given)."""
         self.decided[i] = (list(subset), score, action)
-        self.basis[i] = tuple(subset)
+        self.basis[i] = tuple(subset if basis is None else basis)
 
     # -- the steps
     def keep_own(self, simplify: bool) -> None:
@@ -301,8 +302,7 @@ class _Attribution:
             if best is not None and best.score >= partial:
                 self.decide(i, best.subset, best.score, "partial")
             elif best is not None:
-                self.decide(i, [], best.score, "flagged")
-                self.basis[i] = tuple(best.subset)
+                self.decide(i, [], best.score, "flagged", basis=best.subset)
             else:
                 self.decided[i] = ([], 0.0, "flagged")
 
