@@ -68,8 +68,16 @@ def parse_args(argv=None):
     ap.add_argument("--aggrefact", default=None, help="an LLM-AggreFact file (parquet, csv, tsv, jsonl) to score")
     ap.add_argument("--aggrefact-datasets", default="", help="only these of the file's datasets (comma-separated)")
     ap.add_argument("--threshold", type=float, default=None, help="decision threshold (default: the verifier's own)")
-    ap.add_argument("--partial", type=float, default=0.2,
-                    help="the attribution stage's partial threshold (Context attribution_partial) for the status bands")
+    ap.add_argument("--partial", type=float, default=None,
+                    help="the attribution stage's partial threshold (Context attribution_partial) for the status bands, "
+                         "on the scale shown (default: the verifier's own)")
+    ap.add_argument("--keep-partial", type=float, default=None, metavar="SCORE",
+                    help="with --calibrate: keep the stage's partial threshold at this score as the verifier gives it "
+                         "(the chosen one is written beside it), for a spec whose published rows were made at SCORE")
+    ap.add_argument("--calibrate", default=None, metavar="FILE",
+                    help="fit the score shown (a temperature) and choose the stage's partial threshold on the development "
+                         "half of the held-out split, report both on its test half, and write the spec's entry into FILE "
+                         "(citegraph/assets/verifier/calibration.json is the shipped one)")
     ap.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals")
     ap.add_argument("--json-out", default=None, help="write every figure to this JSON file")
     ap.add_argument("--fit-temperature", action="store_true",
@@ -218,7 +226,7 @@ def load_sets(args, data: Path) -> list[tuple[str, list]]:
 
 
 def accuracy(args, data: Path):
-    from citegraph.eval.verifier_sets import binary_report, leaderboard_average, minimal_pair_table
+    from citegraph.eval.verifier_sets import binary_report, ece, leaderboard_average, minimal_pair_table
     from citegraph.tools.verifier import get_verifier
 
     sets = load_sets(args, data)
@@ -247,10 +255,12 @@ def accuracy(args, data: Path):
                 Path(args.scores_out).write_text(json.dumps({"device": str(getattr(ver, "device", None)), "dtype": str(getattr(ver, "dtype", None)), "scores": s}))
         all_scores.append(s)
         rep = binary_report(y, s, thr, boot=args.bootstrap, seed=args.seed)
-        figures["sets"][name] = {**rep.as_dict(), "pairs_per_s": pps}
+        shown = [ver.shown(v) for v in s] if hasattr(ver, "shown") else s
+        ece_shown = ece(y, shown)
+        figures["sets"][name] = {**rep.as_dict(), "ece_shown": ece_shown, "pairs_per_s": pps}
         rows.append((name, args.verifier, rep.n, rep.positives, _pct(rep.balanced_accuracy) + _ci(rep.bacc_ci),
                      _pct(rep.tpr), _pct(rep.tnr), _pct(rep.roc_auc) + _ci(rep.auc_ci), f"{rep.ece:.3f}",
-                     f"{pps:.1f}" if pps == pps else "(as above)"))
+                     f"{ece_shown:.3f}", f"{pps:.1f}" if pps == pps else "(as above)"))
         print("  row:", rows[-1], file=sys.stderr, flush=True)
         if hasattr(ver, "flagged_by"):  # a +checks spec: how many pairs of this set each rule capped
             flagged = collections.Counter()
@@ -262,10 +272,12 @@ def accuracy(args, data: Path):
                           ["rule", "pairs flagged", "share"],
                           [(k, v, _pct(v / len(pairs))) for k, v in flagged.most_common()]))
         if name.startswith("held-out"):
-            bands = status_bands(items, s, args.partial, thr)
+            partial = args.partial if args.partial is not None else getattr(ver, "partial", 0.2)
+            bands = status_bands(items, shown, partial, thr)
             figures["status_bands"] = bands
-            extra.append((f"Held-out attribution by the stage's status bands (partial from {args.partial}, supported "
-                          f"from {thr}): the share of each band that is supported is the precision a reader gets",
+            extra.append((f"Held-out attribution by the stage's status bands on the scores shown (partial from "
+                          f"{partial}, supported from {thr}): the share of each band that is supported is the "
+                          "precision a reader gets",
                           ["status", "score band", "pairs", "share of pairs", "truly supported (precision)"],
                           [(b["status"], b["band"], b["n"], _pct(b["share"]), _pct(b["precision"])) for b in bands]))
             extra.append(("Held-out attribution by source", ["source", "n", "entailed", "balanced acc", "ROC-AUC"],
@@ -301,7 +313,10 @@ def accuracy(args, data: Path):
                 rows.append((f"{name}, sample", vname, r.n, r.positives, _pct(r.balanced_accuracy) + _ci(r.bacc_ci),
                              _pct(r.tpr), _pct(r.tnr), _pct(r.roc_auc) + _ci(r.auc_ci), f"{r.ece:.3f}", pp))
     print(f"\n(1) Accuracy at the verifier's threshold {thr} (95% bootstrap intervals, {args.bootstrap} resamples)")
-    print_table(["set", "verifier", "n", "supported", "balanced acc", "TPR", "TNR", "ROC-AUC", "ECE", "pairs/s"], rows)
+    print(f"(ECE: of the scores as the model gives them; ECE shown: as a reader sees them, at the spec's calibrated "
+          f"temperature {getattr(ver, 'shown_temperature', 1.0)})")
+    print_table(["set", "verifier", "n", "supported", "balanced acc", "TPR", "TNR", "ROC-AUC", "ECE", "ECE shown",
+                 "pairs/s"], rows)
     if judge is None and not args.skip_judge:
         print(f"note: {judge_note}")
     for title, headers, trows in extra:
@@ -321,10 +336,56 @@ def accuracy(args, data: Path):
                     [(n, f"{ece([q.label for q in items], s):.3f}",
                       f"{ece([q.label for q in items], apply_temperature(s, t)):.3f}")
                      for (n, items), s in zip(sets, all_scores)])
+    if args.calibrate:
+        figures["calibration"] = calibrate_spec(args, sets, all_scores, thr)
     if args.stage:
         figures["stage"] = stage_verdicts(args, sets, ver)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=1))
+
+
+def calibrate_spec(args, sets, all_scores, thr) -> dict:
+    """--calibrate: the temperature and the partial threshold chosen on the held-out split's development
+    half, their figures on its test half, and the spec's entry written into the file."""
+    import subprocess
+
+    from citegraph.eval.calibration import calibrate, dev_test_split, entry, keep_partial
+
+    held = next(((items, s) for (n, items), s in zip(sets, all_scores) if n.startswith("held-out")), None)
+    if held is None:
+        die("--calibrate needs the held-out split in --sets")
+    fit = calibrate(held[0], held[1], thr, boot=args.bootstrap)
+    if args.keep_partial is not None:
+        test_idx = dev_test_split(held[0], fit["seed"])[1]
+        fit = keep_partial(fit, args.keep_partial, [held[0][i].label for i in test_idx], [held[1][i] for i in test_idx],
+                           boot=args.bootstrap)
+        print(f"\n--keep-partial: the partial threshold stays at {args.keep_partial} as scored ({fit['partial']} shown); "
+              f"the development half chose {fit['partial_chosen']}")
+    test = fit["test"]
+    print(f"\nCalibration of {args.verifier} on the held-out split: temperature {fit['temperature']} and partial "
+          f"{fit['partial']} (shown scale; {fit['partial_raw']} as scored) chosen on the development half "
+          f"({fit['dev_pairs']} pairs); figures on the test half ({fit['test_pairs']} pairs). ECE as scored "
+          f"{test['ece_raw']:.3f}, shown {test['ece']:.3f} (development half {fit['dev']['ece_raw']:.3f} -> "
+          f"{fit['dev']['ece']:.3f})")
+    for title, key in (("shipped", "bands"), ("at the partial threshold chosen", "bands_chosen"),
+                       ("before: partial 0.2 as scored", "bands_raw_0.2")):
+        if key not in test:
+            continue
+        print(f"test half, statuses {title}:")
+        print_table(["status", "band", "pairs", "share", "truly supported (precision) [95% CI]"],
+                    [(b["status"], f"[{b['from']:g}, {b['to']:g}{']' if b['status'] == 'supported' else ')'}", b["n"],
+                      _pct(b["share"]), _pct(b["precision"]) + _ci(b["precision_ci"])) for b in test[key]])
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    path = Path(args.calibrate)
+    table = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    table[args.verifier] = entry(fit, data="nli_train/attribution_pairs.jsonl, the held-out split (heldout_split.json)",
+                                 commit=commit or "unknown",
+                                 command=f"python benchmarks/bench_verifier.py --verifier {args.verifier} --sets heldout "
+                                         f"--skip-judge --skip-throughput --calibrate {path.name}"
+                                         + (f" --keep-partial {args.keep_partial}" if args.keep_partial is not None else ""))
+    path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {args.verifier}'s calibration to {path}")
+    return fit
 
 
 def stage_verdicts(args, sets, ver) -> dict:

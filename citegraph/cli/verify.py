@@ -44,7 +44,9 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
                 max_windows: int | None = None) -> dict:
     """Score a JSONL file of ``{"premise", "hypothesis", ...}`` lines.
 
-    Each input line is written back with ``probability`` (P(entailed)) and ``entailed`` (bool) added,
+    Each input line is written back with ``probability`` (P(entailed), calibrated on held-out pairs where
+    the spec has a calibration), ``score`` (as the verifier gives it) and ``entailed`` (``score`` at least
+    the threshold) added,
     to ``output_path`` or, when it is None, to stdout. Returns a summary dict. ``max_windows``
     (default, hf-classifier and hf-seq2seq only) scores at most that many windows of a long premise,
     those sharing the most words with the claim; 0 scores every window (the backend's default when
@@ -69,9 +71,12 @@ def verify_file(pairs_path: str | os.PathLike, output_path: str | os.PathLike | 
     seconds = time.perf_counter() - t0
     thr = verifier.threshold if threshold is None else float(threshold)
     explain = getattr(verifier, "explain", None)  # a +checks verifier says why it capped a pair
+    shown = getattr(verifier, "shown", float)
     out_lines = []
     for r, s in zip(rows, scores):
-        line = {**r, "probability": round(s, 6), "entailed": bool(s >= thr)}
+        # probability: the score as a reader should read it (calibrated on held-out pairs where the spec has
+        # a calibration); score: as the verifier gives it, which the threshold is compared with
+        line = {**r, "probability": round(shown(s), 6), "score": round(s, 6), "entailed": bool(s >= thr)}
         if explain is not None:
             line["conflicts"] = [str(f) for f in explain(r["premise"], r["hypothesis"])]
         out_lines.append(json.dumps(line, ensure_ascii=False))

@@ -19,7 +19,8 @@ verifier alone (no LLM call):
    documents is checked as ALCE does (the documents concatenated) and as the concatenation of each
    document's best sentence.
 3. **Status**: ``supported`` (the kept set entails the sentence), ``partial`` (the best set scores at
-   least ``partial`` but below the verifier's threshold: that set is cited and marked),
+   least ``partial`` but below the verifier's threshold: that set is cited and marked; ``partial`` is by
+   default the verifier's own, chosen on held-out development pairs with its calibration),
    ``unsupported`` (nothing comes close: the sentence keeps no citation and is flagged). ``strict``
    then drops the unsupported sentences; the trace keeps them.
 4. **Evidence**: for each kept citation the document sentence that best supports the answer
@@ -51,6 +52,7 @@ from citegraph.state.attribution import SentenceAttribution, SubsetCheck
 from citegraph.tools.progress import emit
 from citegraph.tools.sentences import split_sentences
 from citegraph.tools.verifier import get_verifier
+from citegraph.tools.verifier.base import DEFAULT_PARTIAL
 from citegraph.tools.verifier.hf import top_windows
 
 MAX_CITATIONS = 3
@@ -158,6 +160,8 @@ class _Attribution:
         self.docs = docs = answer.documents
         self.n = n = len(docs)
         self.thr = float(verifier.threshold)
+        # the scores a reader sees are calibrated (Verifier.shown); decisions are made on the scores themselves
+        self.shown = getattr(verifier, "shown", float)
         self.max_docs, self.sentences = max_docs, sentences
         self.sents = [s.model_copy(deep=True) for s in answer.sentences]
         self.todo = todo = [i for i, s in enumerate(self.sents) if s.text.strip()] if n else []
@@ -338,6 +342,7 @@ class _Attribution:
                     continue
             cits, score, action = self.decided[i]
             support = "partial" if action == "partial" else ("unsupported" if action == "flagged" else "supported")
+            score = self.shown(score)
             rec = SentenceAttribution(sentence=i, text=s.text, before=list(s.citations), after=sorted(cits),
                                       action=action, support=support, score=round(score, 4),
                                       conflicts=self.conflicts(i, cits) if support != "supported" else [])
@@ -379,11 +384,11 @@ class _Attribution:
             if c not in have:
                 ranked = self.sent_scores(i, c)
                 k = max(1, max_evidence) if ranked[0][0] >= self.thr else max(2, max_evidence)
-                evidence += [Evidence(doc=c, text=x, score=round(v, 4)) for v, x in ranked[:k]]
+                evidence += [Evidence(doc=c, text=x, score=round(self.shown(v), 4)) for v, x in ranked[:k]]
         return evidence
 
 
-def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair", partial: float = 0.2,
+def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair", partial: float | None = None,
                      max_docs: int = MAX_CITATIONS, candidates: list[list[int]] | None = None,
                      max_evidence: int = 1, verifier_spec: str | None = None,
                      sentences: int = SENTENCE_CANDIDATES, simplify: bool = True) -> AttributedAnswer:
@@ -402,14 +407,22 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     The sentences' own citations are checked first; the other documents only for the sentences
     those do not support (most of the cost of an answer that cites well is saved). ``simplify``: a
     sentence its own citations support keeps only their smallest entailing subset (RAAC's Simplifier);
-    False keeps them all when together they entail it (at most ``max_docs`` of them)."""
+    False keeps them all when together they entail it (at most ``max_docs`` of them).
+
+    Scores are reported as the verifier shows them (:meth:`~citegraph.tools.verifier.Verifier.shown`:
+    calibrated on held-out pairs where the spec has a calibration), and ``partial`` is on that scale;
+    None: the verifier's own (chosen with its calibration; 0.2 without one)."""
     if mode not in ("repair", "strict"):
         raise ValueError(f"attribution mode must be repair or strict here, got {mode!r}")
+    if partial is None:
+        partial = float(getattr(verifier, "partial", DEFAULT_PARTIAL))
+    unshown = getattr(verifier, "unshown", float)
+    raw_partial = unshown(partial)  # the partial threshold as the scores are compared
     run = _Attribution(answer, verifier, max_docs=max_docs, candidates=candidates, sentences=sentences)
     run.keep_own(simplify)
     run.repoint()
-    run.check_jointly(partial)
-    run.second_opinions(simplify, partial)
+    run.check_jointly(raw_partial)
+    run.second_opinions(simplify, raw_partial)
     out_sents, records, dropped, reported = run.sentences_out(mode, max_evidence)
     out = answer.model_copy(update={"sentences": out_sents, "warnings": list(answer.warnings),
                                     "metadata": dict(answer.metadata)}).with_locations()
@@ -420,7 +433,7 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
     flagged = sum(r.support == "unsupported" for r in records)
     out.metadata["attribution"] = {
         "mode": mode, "verifier": verifier_spec or getattr(verifier, "spec", str(verifier)), "threshold": run.thr,
-        "partial": partial, "counts": counts, "changed": changed, "dropped": dropped,
+        "partial": partial, "shown_temperature": getattr(verifier, "shown_temperature", 1.0), "counts": counts, "changed": changed, "dropped": dropped,
         "second_opinions": run.sc.asked,
         "sentences": [r.model_dump() for r in records],
     }

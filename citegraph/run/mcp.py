@@ -90,8 +90,9 @@ class AnswerOut(BaseModel):
 
 
 class VerifyOut(BaseModel):
-    score: float = Field(description="P(the evidence supports the claim), 0-1.")
-    supported: bool = Field(description="score >= threshold")
+    score: float = Field(description="P(the evidence supports the claim), 0-1, calibrated on held-out pairs where the "
+                                     "verifier has a calibration (docs/verifier.md).")
+    supported: bool = Field(description="the verifier's score >= threshold (calibration keeps the decision at 0.5)")
     threshold: float
     verifier: str
 
@@ -209,7 +210,9 @@ class Service:
             raise InputError(str(e)) from None
         with self.lock:
             score = float(v.score([(evidence, claim)])[0])
-        return VerifyOut(score=round(score, 4), supported=score >= v.threshold, threshold=v.threshold, verifier=spec)
+        # the score shown is calibrated where the spec is (the same decision at the threshold)
+        return VerifyOut(score=round(getattr(v, "shown", float)(score), 4), supported=score >= v.threshold, threshold=v.threshold,
+                         verifier=spec)
 
     def search(self, index: str, query: str, k: int = 10, mode: ModeName = "hybrid", alpha: float = 0.5) -> SearchOut:
         if not query.strip():

@@ -251,10 +251,12 @@ class BaseContext:
                                   ge=0.0, le=1.0)
     # the shared attribution stage (citegraph/nodes/attribution.py) that ends every graph
     attribution: AttributionMode = attribution_knob("off")
-    attribution_partial: float = knob(0.2, "Attribution stage: a sentence whose best document set scores at least this "
-                                           "(but below the verifier's threshold) keeps that citation marked 'partial'; "
-                                           "below it the sentence is 'unsupported' and loses its citations.",
-                                      ge=0.0, le=1.0)
+    attribution_partial: float | None = knob(None, "Attribution stage: a sentence whose best document set scores at least "
+                                                  "this (but below the verifier's threshold) keeps that citation marked "
+                                                  "'partial'; below it the sentence is 'unsupported' and loses its citations. "
+                                                  "On the scale of the scores shown (calibrated on held-out pairs); empty: "
+                                                  "the verifier's own, chosen with its calibration (0.2 without one).",
+                                             ge=0.0, le=1.0)
     attribution_max_docs: int = knob(3, "Attribution stage: most documents one sentence may cite (joint support is "
                                         "checked over subsets of at most this many).", ge=1, le=5)
     attribution_sentences: int = knob(4, "Attribution stage: how many of a document's sentences are checked on their "

@@ -363,6 +363,7 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
         on_scoring(fv.name, len(all_pairs))
     scores = verifier.score(all_pairs) if use_verifier and all_pairs else []
     threshold = getattr(verifier, "threshold", 0.5) if use_verifier else None
+    shown = getattr(verifier, "shown", float) if use_verifier else float
     checks: list[Any] = [None] * len(work)
     if use_verifier:  # ALCE's citation semantics, from the evaluator (all citations, not only 3)
         checks = run_jobs(verifier, [alce_citation_job(w[3], w[2], at_most_citations=None) for w in work])
@@ -380,11 +381,12 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
             cv = CiteView(doc=c, title=docs[c - 1].title or docs[c - 1].id, source="evidence" if hl else "none",
                           highlights=[Highlight(i) for i in hl], unlocated=unlocated, page=page)
             if support_at is not None:
-                cv.support = float(scores[support_at])
+                raw = float(scores[support_at])
+                cv.support = shown(raw)  # as a reader should read it: calibrated where the spec is
                 cv.others = [x for x in ans.sentences[si].citations if x != c]
                 unit = per_sentence.get(si)
                 if unit is None:  # no ALCE unit for it: this document alone decides
-                    cv.supported = cv.support >= threshold
+                    cv.supported = raw >= threshold
                     cv.verdict = "alone" if cv.supported else "unsupported"
                 elif not unit["supported"]:
                     cv.supported, cv.verdict = False, "unsupported"
@@ -392,7 +394,7 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
                     cv.supported, cv.verdict = False, "irrelevant"
                 else:
                     cv.supported = True
-                    cv.verdict = "alone" if cv.support >= threshold or not cv.others else "joint"
+                    cv.verdict = "alone" if raw >= threshold or not cv.others else "joint"
             if cand_at is not None:
                 n = len(segs_sents[c - 1][1])
                 ranked = sorted(range(n), key=lambda i: -scores[cand_at + i])

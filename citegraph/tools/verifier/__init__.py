@@ -22,6 +22,11 @@ Backends, chosen by ``spec``:
 * ``<any spec above>+lm`` -- that verifier, with ``lm-check``'s second opinion averaged in where its score
   is strictly between 0.1 and 0.9 (a score capped by ``+checks`` stands).
 
+``score`` returns what the model gives. Where ``assets/verifier/calibration.json`` has an entry for the spec
+(fitted on held-out development pairs, docs/verifier.md), ``get_verifier`` sets its calibration: ``shown``
+is the score a reader is shown (temperature scaling: the same decisions at 0.5, the same order) and
+``partial`` the attribution stage's default partial threshold on that scale.
+
 Every backend is batched (pairs sorted by length), cached on ``(premise, hypothesis)`` and counts
 what it did in :class:`VerifierStats`. Premises longer than ``max_premise_tokens`` are split into
 overlapping token windows and the maximum over windows is returned, so a concatenation of several

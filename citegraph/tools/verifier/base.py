@@ -5,6 +5,7 @@ implement ``_score_uncached`` on de-duplicated pairs."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -17,6 +18,17 @@ from citegraph.tools.usage import record_verifier
 Pair = tuple[str, str]
 
 DEFAULT_THRESHOLD = 0.5
+#: the attribution stage's partial threshold for a verifier without a calibration of its own
+DEFAULT_PARTIAL = 0.2
+
+
+def _logit(p: float) -> float:
+    p = min(max(float(p), 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def _sigmoid(z: float) -> float:
+    return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
 
 
 @dataclass
@@ -35,6 +47,13 @@ class Verifier:
     """Base class. Subclasses implement :meth:`_score_uncached` on de-duplicated pairs."""
 
     spec: str = "base"
+    #: how the scores are shown (:meth:`shown`): ``sigmoid(logit(score) / shown_temperature)``, fitted on
+    #: held-out development pairs (``assets/verifier/calibration.json``, set by ``get_verifier``); 1.0: as
+    #: scored. (A model folder's own ``temperature``, in its inference.json, changes the scores themselves.)
+    shown_temperature: float = 1.0
+    #: the attribution stage's default partial threshold, on the shown scale (chosen with the temperature)
+    partial: float = DEFAULT_PARTIAL
+    calibration: dict | None = None
 
     def __init__(
         self,
@@ -115,6 +134,31 @@ class Verifier:
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
+
+    # -- the score a reader sees --------------------------------------------------------------
+    def set_calibration(self, calibration: dict) -> None:
+        """Show scores at ``calibration["temperature"]`` and default the stage's partial threshold to
+        ``calibration["partial"]`` (an entry of ``calibration.json``); what ``score`` returns is unchanged."""
+        t = float(calibration.get("temperature", 1.0))
+        if not t > 0:
+            raise ValueError(f"verifier {self.spec!r}: calibration temperature must be above 0, got {t}")
+        self.shown_temperature, self.partial = t, float(calibration.get("partial", DEFAULT_PARTIAL))
+        self.calibration = dict(calibration)
+
+    def shown(self, score: float) -> float:
+        """``score`` as P(supported) read off held-out pairs (temperature scaling: the same decisions at
+        0.5, and the same order). Every status the stage gives is decided on ``score``; this is the figure
+        printed beside it."""
+        if self.shown_temperature == 1.0:
+            return float(score)
+        return _sigmoid(_logit(score) / self.shown_temperature)
+
+    def unshown(self, p: float) -> float:
+        """The score that is shown as ``p`` (the inverse of :meth:`shown`): a threshold on the shown scale
+        as the scores are compared."""
+        if self.shown_temperature == 1.0:
+            return float(p)
+        return _sigmoid(_logit(p) * self.shown_temperature)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(spec={self.spec!r}, threshold={self.threshold})"

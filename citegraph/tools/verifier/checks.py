@@ -615,7 +615,8 @@ def find_conflicts(premise: str, claim: str, rules: Sequence[str] = tuple(RULES)
 
 class CheckedVerifier(Verifier):
     """A base verifier whose score is capped at ``cap`` for a pair :func:`find_conflicts` flags: the pair
-    cannot be called supported, nor partly supported (``attribution_partial`` is 0.2). The base keeps the
+    cannot be called supported, nor partly supported (the stage's partial threshold is 0.2 as scored; a
+    calibration shows both higher, in the same order: ``tests/test_calibration.py``). The base keeps the
     cache and the counters (``stats`` is the base's); ``flagged`` counts the capped pairs, per kind in
     ``flagged_by``."""
 

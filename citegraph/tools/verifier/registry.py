@@ -35,6 +35,18 @@ def default_settings() -> dict[str, Any]:
     return {**DEFAULT_SETTINGS, **folder_settings(ASSET_DIR)}
 
 
+CALIBRATION_FILE = ASSET_DIR / "calibration.json"
+
+
+def calibrations() -> dict[str, dict]:
+    """The shipped calibrations, by spec (``assets/verifier/calibration.json``: a temperature for the score
+    shown and the stage's partial threshold, chosen on held-out development pairs by
+    ``benchmarks/bench_verifier.py --calibrate``; docs/verifier.md)."""
+    if not CALIBRATION_FILE.is_file():
+        return {}
+    return {k: v for k, v in json.loads(CALIBRATION_FILE.read_text(encoding="utf-8")).items() if not k.startswith("_")}
+
+
 def folder_settings(folder: str | Path) -> dict[str, Any]:
     """The inference settings a trained model folder carries (``inference.json``: the sequence length
     it was trained at, its window policy), or none."""
@@ -153,5 +165,9 @@ def get_verifier(spec: str = "default", **kw) -> Verifier:
         key = (spec, _freeze(kw))
         v = _INSTANCES.get(key)
         if v is None:
-            v = _INSTANCES[key] = _build(spec, dict(kw))
+            v = _build(spec, dict(kw))
+            cal = calibrations().get(spec)
+            if cal:  # the same scores; the figure shown and the stage's partial threshold as calibrated
+                v.set_calibration(cal)
+            _INSTANCES[key] = v
         return v
