@@ -362,9 +362,11 @@ def calibrate_spec(args, sets, all_scores, thr) -> dict:
         print(f"\n--keep-partial: the partial threshold stays at {args.keep_partial} as scored ({fit['partial']} shown); "
               f"the development half chose {fit['partial_chosen']}")
     test = fit["test"]
-    print(f"\nCalibration of {args.verifier} on the held-out split: temperature {fit['temperature']} and partial "
-          f"{fit['partial']} (shown scale; {fit['partial_raw']} as scored) chosen on the development half "
-          f"({fit['dev_pairs']} pairs); figures on the test half ({fit['test_pairs']} pairs). ECE as scored "
+    how = (f"kept at {fit['partial_raw']} as scored, {fit['partial_chosen']} chosen" if "partial_chosen" in fit
+           else f"{fit['partial_raw']} as scored, chosen")
+    print(f"\nCalibration of {args.verifier} on the held-out split: temperature {fit['temperature']} fitted on the "
+          f"development half ({fit['dev_pairs']} pairs), partial {fit['partial']} on the shown scale ({how} there); "
+          f"figures on the test half ({fit['test_pairs']} pairs). ECE as scored "
           f"{test['ece_raw']:.3f}, shown {test['ece']:.3f} (development half {fit['dev']['ece_raw']:.3f} -> "
           f"{fit['dev']['ece']:.3f})")
     for title, key in (("shipped", "bands"), ("at the partial threshold chosen", "bands_chosen"),
@@ -381,7 +383,7 @@ def calibrate_spec(args, sets, all_scores, thr) -> dict:
     table[args.verifier] = entry(fit, data="nli_train/attribution_pairs.jsonl, the held-out split (heldout_split.json)",
                                  commit=commit or "unknown",
                                  command=f"python benchmarks/bench_verifier.py --verifier {args.verifier} --sets heldout "
-                                         f"--skip-judge --skip-throughput --calibrate {path.name}"
+                                         f"--skip-judge --skip-throughput --calibrate {args.calibrate}"
                                          + (f" --keep-partial {args.keep_partial}" if args.keep_partial is not None else ""))
     path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {args.verifier}'s calibration to {path}")
