@@ -394,31 +394,45 @@ def stage_verdicts(args, sets, ver) -> dict:
     """The attribution stage's own verdict on ``--stage`` pairs per set: a claim is supported when the stage
     calls it so, which it does when the premise as a whole or one of its sentences entails it (so the
     stage's TNR is lower than the pair's)."""
-    from citegraph.eval.verifier_sets import binary_report, stratified_sample
+    from citegraph.eval.verifier_sets import binary_report, ece, stratified_sample
     from citegraph.nodes.attribution import attribute_answer
     from citegraph.state import AttributedAnswer, CitedSentence, Document
 
-    rows, out = [], {}
+    rows, out, status_rows = [], {}, []
     for name, items in sets:
         if name.startswith("ExpertQA with"):
             continue
         sample = [q for q in stratified_sample(items, args.stage, args.seed) if q.premise.strip() and q.claim.strip()]
-        pred = []
+        pred, statuses, shown = [], [], []
         t = time.perf_counter()
         for q in sample:
             ans = AttributedAnswer(question="", documents=[Document(id="d", title="", text=q.premise)],
                                    sentences=[CitedSentence(text=q.claim, citations=[1])])
-            got = attribute_answer(ans, ver)
-            pred.append(1.0 if got.sentences and got.sentences[0].support == "supported" else 0.0)
+            got = attribute_answer(ans, ver, partial=args.partial)
+            rec = got.metadata["attribution"]["sentences"][0]
+            pred.append(1.0 if rec["support"] == "supported" else 0.0)
+            statuses.append(rec["support"])
+            shown.append(rec["score"])  # the score the stage reports for the claim, as shown
         secs = time.perf_counter() - t
-        rep = binary_report([q.label for q in sample], pred, 0.5, boot=args.bootstrap, seed=args.seed)
-        out[name] = {**rep.as_dict(), "seconds": secs}
+        y = [q.label for q in sample]
+        rep = binary_report(y, pred, 0.5, boot=args.bootstrap, seed=args.seed)
+        unshown = getattr(ver, "unshown", float)
+        per_status = {st: {"n": sum(x == st for x in statuses),
+                           "precision": (sum(lab for lab, x in zip(y, statuses) if x == st) / max(sum(x == st for x in statuses), 1))}
+                      for st in ("supported", "partial", "unsupported")}
+        out[name] = {**rep.as_dict(), "seconds": secs, "statuses": per_status, "ece_shown": ece(y, shown),
+                     "ece_as_scored": ece(y, [unshown(v) for v in shown])}
+        status_rows.append((name, *(f"{v['n']} ({_pct(v['precision'])})" for v in per_status.values()),
+                            f"{out[name]['ece_as_scored']:.3f}", f"{out[name]['ece_shown']:.3f}"))
         rows.append((name, args.verifier, rep.n, rep.positives, _pct(rep.balanced_accuracy) + _ci(rep.bacc_ci),
                      _pct(rep.tpr), _pct(rep.tnr), f"{secs / max(len(sample), 1):.3f}"))
         print("  stage row:", rows[-1], file=sys.stderr, flush=True)
     print(f"\n(1b) The attribution stage's verdict ({args.stage} label-stratified pairs per set; a claim with an "
           "empty premise is left out; TNR = unsupported claims it does not call supported)")
     print_table(["set", "verifier", "n", "supported", "balanced acc", "TPR", "TNR", "s per claim"], rows)
+    print("\nThe stage's statuses: claims (share truly supported), and the ECE of the score it reports for each "
+          "claim, as scored and as shown")
+    print_table(["set", "supported", "partial", "unsupported", "ECE as scored", "ECE shown"], status_rows)
     return out
 
 

@@ -347,12 +347,17 @@ def test_stage_verdict_scores_what_the_stage_calls_supported(capsys):
              VS.CheckPair(premise, "The Orvik vaccine did not protect adults against the virus.", 0),
              VS.CheckPair(premise, "The Orvik vaccine was tested in May 2021.", 0),
              VS.CheckPair("", "An empty premise is left out.", 0)]
-    args = argparse.Namespace(stage=10, seed=0, bootstrap=0, verifier="stub:lenient-bench")
+    args = argparse.Namespace(stage=10, seed=0, bootstrap=0, verifier="stub:lenient-bench", partial=None)
     plain = bv.stage_verdicts(args, [("toy", items)], get_verifier("stub:lenient-bench"))["toy"]
     checked = bv.stage_verdicts(args, [("toy", items)], get_verifier("stub:lenient-bench+checks"))["toy"]
     assert plain["n"] == checked["n"] == 3
     assert (plain["tpr"], plain["tnr"]) == (1.0, 0.0) and (checked["tpr"], checked["tnr"]) == (1.0, 1.0)
-    assert "attribution stage's verdict" in capsys.readouterr().out
+    # the statuses it reports, and how far the scores it reports are from the labels
+    assert plain["statuses"]["supported"] == {"n": 3, "precision": 1 / 3}
+    assert checked["statuses"]["unsupported"] == {"n": 2, "precision": 0.0}  # capped at 0.1: below partial
+    assert checked["ece_shown"] == pytest.approx((0.1 * 2 + 0.1) / 3)  # 0.9 for a true claim, 0.1 for two false
+    out = capsys.readouterr().out
+    assert "attribution stage's verdict" in out and "The stage's statuses" in out
 
 
 # ------------------------------------------------------------------------------------------------
