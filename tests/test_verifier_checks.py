@@ -74,9 +74,13 @@ def test_the_two_sides_of_a_comparison_trading_places():
                "but it cost twice as much. Households reported more than 300 complaints.")
     assert kinds(premise, "The old carbon filter removed more lead than the new filter.") == ["role"]
     assert kinds(premise, "The Orvik trial found the new filter removed more lead than the old carbon filter.") == []
-    # the opposite comparative with the sides swapped is a paraphrase to this rule (the antonym rule still
-    # reads "less" against "more": a double change it does not see)
-    assert "role" not in kinds(premise, "The old carbon filter removed less lead than the new filter.")
+    # the opposite comparative with the sides swapped says the same thing: neither rule flags it
+    assert kinds(premise, "The old carbon filter removed less lead than the new filter.") == []
+    # one change alone is a conflict: the opposite comparative with the sides kept
+    assert kinds(premise, "The new filter removed less lead than the old carbon filter.") == ["antonym"]
+    assert kinds("The Nile is longer than the Amazon.", "The Amazon is shorter than the Nile.") == []
+    assert kinds("The Nile is longer than the Amazon.", "The Nile is shorter than the Amazon.") == ["antonym"]
+    assert kinds("The Nile is longer than the Amazon.", "The Amazon is longer than the Nile.") == ["role"]
     assert kinds(premise, "Households reported more than 300 complaints.") == []  # a bound, not a comparison
     f = find_conflicts(premise, "The old carbon filter removed more lead than the new filter.")[0]
     assert "'old carbon' and 'new' trade sides of 'more ... than'" in str(f)

@@ -378,10 +378,24 @@ def _antonym(p: _Pair) -> Finding | None:
     for k, s in enumerate(p.claim.stems):
         if s in ants and s not in best and not claim_neg:
             opposite = ants[s] & best
-            if opposite:
+            if opposite and not _comparison_turned(p, s, ants):
                 return Finding("antonym", f"the claim has {p.claim.tokens[k]!r} where the premise has "
                                           f"{_show(p.best, opposite)}")
     return None
+
+
+def _comparison_turned(p: _Pair, comp: str, ants: dict[str, set[str]]) -> bool:
+    """The claim's "X <comp> than Y" is the premise's comparison turned round: the opposite comparative and the
+    two sides traded ("the Amazon is shorter than the Nile" from "the Nile is longer than the Amazon"), which
+    says the same thing."""
+    theirs = _comparisons(p.best)
+    for c, left, right in _comparisons(p.claim):
+        if c != comp:
+            continue
+        for c_b, left_b, right_b in theirs:
+            if c_b in ants.get(c, ()) and left & right_b and right & left_b and not (left & left_b and right & right_b):
+                return True
+    return False
 
 
 def _number(p: _Pair) -> Finding | None:
