@@ -80,10 +80,30 @@ def test_the_two_sides_of_a_comparison_trading_places():
     assert kinds(premise, "The new filter removed less lead than the old carbon filter.") == ["antonym"]
     assert kinds("The Nile is longer than the Amazon.", "The Amazon is shorter than the Nile.") == []
     assert kinds("The Nile is longer than the Amazon.", "The Nile is shorter than the Amazon.") == ["antonym"]
-    assert kinds("The Nile is longer than the Amazon.", "The Amazon is longer than the Nile.") == ["role"]
+    assert kinds("The Nile is longer than the Amazon.", "The Amazon is longer than the Nile.") == ["role", "swap"]
     assert kinds(premise, "Households reported more than 300 complaints.") == []  # a bound, not a comparison
     f = find_conflicts(premise, "The old carbon filter removed more lead than the new filter.")[0]
     assert "'old carbon' and 'new' trade sides of 'more ... than'" in str(f)
+
+
+def test_a_name_of_the_premise_put_in_another_names_place():
+    premise = ("Dr. Lena Ford led the team at Carrow University that sequenced the genome of the Arctic char. "
+               "Her colleague, Dr. Samuel Okafor, designed the software used to assemble the data.")
+    assert kinds(premise, "Dr. Samuel Okafor led the team at Carrow University that sequenced the genome.") == ["swap"]
+    assert kinds(premise, "Dr. Lena Ford led the team at Carrow University.") == []
+    assert kinds(premise, "Dr. Samuel Okafor designed the software used to assemble the data.") == []
+    f = find_conflicts(premise, "Dr. Samuel Okafor led the team at Carrow University.")[0]
+    assert str(f) == "swap: the claim has 'Samuel Okafor' where its premise sentence has 'Lena Ford'"
+    # the words between a slot and a later name left out, so that the later name takes the slot
+    cup = "The 2014 FIFA World Cup was held in Brazil, and Germany won it by beating Argentina 1-0 in the final."
+    assert kinds(cup, "The 2014 FIFA World Cup was held in Argentina.") == ["swap"]
+    assert kinds(cup, "The 2014 FIFA World Cup was held in Brazil.") == []
+    assert kinds(cup, "Germany won the 2014 FIFA World Cup by beating Argentina.") == []
+    # a list is not a slot; a demonym is not another name; a name the premise never uses is the name rule's
+    assert kinds("The film was shot in Paris and Berlin in 1998.", "The film was shot in Berlin in 1998.") == []
+    assert kinds("Andrea Pirlo plays for the Italy national team. He was born in Flero.",
+                 "Andrea Pirlo plays for the Italian national team.") == []
+    assert kinds(premise, "Dr. Maria Costa led the team at Carrow University.") == ["name"]
 
 
 def test_number_in_another_slot_of_the_premise():

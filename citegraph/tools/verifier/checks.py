@@ -556,9 +556,14 @@ def _swap(p: _Pair) -> Finding | None:
     """The claim is its aligned premise sentence (or a part of it) with one word swapped for another word
     that the premise uses elsewhere: "Table captions should be placed below the figure" where the
     sentence says "Figure captions should be placed below the figure" and another says "Table captions
-    should be placed above the table"."""
+    should be placed above the table"; or with a name of the premise put in another name's place
+    (:func:`_name_moved`)."""
     if not p.aligned():
         return None
+    return _word_swapped(p) or _name_moved(p)
+
+
+def _word_swapped(p: _Pair) -> Finding | None:
     c, b = p.claim, p.best
     cw = [k for k, t in enumerate(c.tokens) if t[0].isalnum()]
     bw = [k for k, t in enumerate(b.tokens) if t[0].isalnum()]
@@ -579,6 +584,55 @@ def _swap(p: _Pair) -> Finding | None:
     if any(p.claim_content <= t.content() for t in p.sents if t is not b):
         return None  # another sentence of the premise holds every word of the claim
     return Finding("swap", f"the claim has {c.tokens[kc]!r} where its premise sentence has {b.tokens[kb]!r}")
+
+
+_COORD = {"and", "or", "nor", "both", "also", "as", "well", "either"}
+_DETERMINERS = {"the", "a", "an", "its", "their", "his", "her", "our", "this", "that", "these", "those"}
+
+
+def _name_moved(p: _Pair) -> Finding | None:
+    """A name of the premise put in another name's place: the claim is its aligned premise sentence with the
+    names in one slot replaced by names the premise uses elsewhere ("Dr. Samuel Okafor led the team" where
+    the sentence says "Dr. Lena Ford led the team" and the next "her colleague, Dr. Samuel Okafor, designed
+    the software"), or with the words between a slot and a later name of the sentence left out, so that the
+    later name takes the slot ("was held in Argentina" from "was held in Brazil, and Germany won it by
+    beating Argentina"; a list, "in Paris and Berlin", is left alone)."""
+    if not p.aligned():
+        return None
+    c, b = p.claim, p.best
+    cw = [k for k, t in enumerate(c.tokens) if t[0].isalnum()]
+    bw = [k for k, t in enumerate(b.tokens) if t[0].isalnum()]
+    ops = SequenceMatcher(a=[b.stems[k] for k in bw], b=[c.stems[k] for k in cw], autojunk=False).get_opcodes()
+    kept = sum(j2 - j1 for tag, _, _, j1, j2 in ops if tag == "equal")
+    if kept < 4 or kept < 0.6 * len(cw):
+        return None
+    for n, (tag, i1, i2, j1, j2) in enumerate(ops):
+        nb = ops[n - 1][4] - ops[n - 1][3] if n > 0 and ops[n - 1][0] == "equal" else 0
+        na = ops[n + 1][4] - ops[n + 1][3] if n + 1 < len(ops) and ops[n + 1][0] == "equal" else 0
+        before, after = nb >= 2, na >= 1
+        # a slot is known by the words around it: at least three kept, some after it, some before unless it opens
+        slot = na >= 1 and nb + na >= 3 and (nb >= 1 or (i1 == 0 and j1 == 0))
+        if tag == "replace" and slot and i2 - i1 <= 4 and j2 - j1 <= 4:
+            theirs = [bw[k] for k in range(i1, i2)]
+            ours = [cw[k] for k in range(j1, j2)]
+            if (all(_named(c, k, b) for k in ours) and all(_named(b, k, c) for k in theirs)
+                    and not any(c.lower[k][:4] == b.lower[m][:4] for k in ours for m in theirs)  # Italy/Italian
+                    and all(c.stems[k] in p.premise_content for k in ours)
+                    and not any(p.claim_content <= t.content() for t in p.sents if t is not b)):
+                return Finding("swap", f"the claim has {_span(c, ours)} where its premise sentence has {_span(b, theirs)}")
+        if tag == "delete" and before and after and ops[n + 1][4] > ops[n + 1][3]:
+            gone = [bw[k] for k in range(i1, i2)]
+            moved = cw[ops[n + 1][3]]
+            if (2 <= len(gone) <= 12 and _named(b, gone[0], c) and _named(c, moved, b)
+                    and any(_pivot(b, k) and b.lower[k - 1] not in _DETERMINERS for k in gone)
+                    and not {b.lower[k] for k in gone[-2:]} & _COORD):
+                return Finding("swap", f"the claim has {c.tokens[moved]!r} where its premise sentence has "
+                                       f"{b.tokens[gone[0]]!r} ({b.tokens[gone[0]]!r} ... {c.tokens[moved]!r} left out)")
+    return None
+
+
+def _span(t: _Text, ks: list[int]) -> str:
+    return "'" + " ".join(t.tokens[k] for k in ks) + "'"
 
 
 def _pivot(t: _Text, i: int) -> bool:
