@@ -254,7 +254,7 @@ class BaseContext:
     attribution_partial: float | None = knob(None, "Attribution stage: a sentence whose best document set scores at least "
                                                   "this (but below the verifier's threshold) keeps that citation marked "
                                                   "'partial'; below it the sentence is 'unsupported' and loses its citations. "
-                                                  "On the scale of the scores shown (calibrated on held-out pairs); empty: "
+                                                  "On the scale of the scores shown (calibrated on held-out pairs); None: "
                                                   "the verifier's own, chosen with its calibration (0.2 without one).",
                                              ge=0.0, le=1.0)
     attribution_max_docs: int = knob(3, "Attribution stage: most documents one sentence may cite (joint support is "
