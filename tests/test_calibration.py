@@ -191,3 +191,24 @@ def test_keep_partial_shows_the_old_threshold_without_moving_a_decision():
     assert 0.19995 < v.unshown(kept["partial"]) <= 0.2  # 0.2 as scored stays partial, 0.1999 does not
     assert kept["test"]["bands_chosen"] == fit["test"]["bands"]
     assert kept["test"]["bands"][0]["n"] == sum(s < 0.2 for s in scores)  # re-counted at 0.2, on the pairs given
+
+
+def test_print_answer_reads_the_evidence_against_the_threshold_as_shown():
+    """A verifier deciding at 0.7 whose scores are shown at temperature 2: an evidence sentence scored 0.75
+    (shown about 0.63) entails the sentence alone, so no "no sentence alone entails it" line."""
+    import io
+
+    from rich.console import Console
+
+    from citegraph.cli.common import print_answer
+
+    v = FunctionVerifier(lambda p, h: 0.75, spec="stub:calprint", threshold=0.7)
+    v.set_calibration({"temperature": 2.0, "partial": 0.4})
+    ans = AttributedAnswer(question="q", documents=_docs(),
+                           sentences=[CitedSentence(text="Alpha makes bicycles.", citations=[1])])
+    out = attribute_answer(ans, v)
+    assert out.sentences[0].support == "supported" and out.sentences[0].evidence[0].score < 0.7
+    buf = io.StringIO()
+    print_answer(out, console=Console(file=buf, width=200))
+    text = buf.getvalue()
+    assert "supported 0.63" in text and "no sentence alone entails it" not in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any, Sequence
 
@@ -197,6 +198,9 @@ def print_answer(ans, console=None, evidence: bool = True) -> None:
     console = console or Console()
     att = ans.metadata.get("attribution") if isinstance(ans.metadata, dict) else None
     thr = att.get("threshold") if isinstance(att, dict) else None
+    if thr is not None and 0 < thr < 1 and att.get("shown_temperature", 1.0) != 1.0:
+        # evidence scores are shown calibrated: the threshold as shown on that scale (0.5 stays 0.5)
+        thr = 1 / (1 + math.exp(-math.log(thr / (1 - thr)) / float(att["shown_temperature"])))
     conflicts = ans.sentence_conflicts()
     if ans.question:
         console.print(f"[bold]Q:[/bold] {escape(ans.question)}\n")
