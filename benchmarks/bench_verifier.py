@@ -375,7 +375,7 @@ def calibrate_spec(args, sets, all_scores, thr) -> dict:
             continue
         print(f"test half, statuses {title}:")
         print_table(["status", "band", "pairs", "share", "truly supported (precision) [95% CI]"],
-                    [(b["status"], f"[{b['from']:g}, {b['to']:g}{']' if b['status'] == 'supported' else ')'}", b["n"],
+                    [(b["status"], _band_text(b), b["n"],
                       _pct(b["share"]), _pct(b["precision"]) + _ci(b["precision_ci"])) for b in test[key]])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     path = Path(args.calibrate)
@@ -438,13 +438,15 @@ def stage_verdicts(args, sets, ver) -> dict:
 
 def status_bands(items, scores, partial: float, thr: float) -> list[dict]:
     """The attribution stage's statuses as score bands: unsupported below ``partial``, partial up to the
-    threshold, supported from it; per band the pairs and the share truly supported."""
-    out = []
-    for status, lo, hi in (("unsupported", 0.0, partial), ("partial", partial, thr), ("supported", thr, 1.01)):
-        ys = [q.label for q, v in zip(items, scores) if lo <= v < hi]
-        out.append({"status": status, "band": f"[{lo:g}, {min(hi, 1):g}{']' if hi > 1 else ')'}", "n": len(ys),
-                    "share": len(ys) / max(len(items), 1), "precision": sum(ys) / len(ys) if ys else float("nan")})
-    return out
+    threshold, supported from it; per band the pairs and the share truly supported
+    (:func:`citegraph.eval.calibration.bands`, without intervals), and the band as text."""
+    from citegraph.eval.calibration import bands
+
+    return [{**b, "band": _band_text(b)} for b in bands([q.label for q in items], scores, partial, thr, boot=0)]
+
+
+def _band_text(b: dict) -> str:
+    return f"[{b['from']:g}, {b['to']:g}{']' if b['status'] == 'supported' else ')'}"
 
 
 def _by_group(items, scores, thr):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import Any, Sequence
 
@@ -18,6 +17,7 @@ from citegraph.state.base import CliText
 from citegraph.tools import failures, tracing
 from citegraph.tools.checkpoints import open_checkpointer
 from citegraph.tools.models import parse_chat_spec, want_server_slots
+from citegraph.tools.verifier.base import temperature_scaled
 
 EXIT_INPUT = 2
 EXIT_MODEL = 3
@@ -200,7 +200,7 @@ def print_answer(ans, console=None, evidence: bool = True) -> None:
     thr = att.get("threshold") if isinstance(att, dict) else None
     if thr is not None and 0 < thr < 1 and att.get("shown_temperature", 1.0) != 1.0:
         # evidence scores are shown calibrated: the threshold as shown on that scale (0.5 stays 0.5)
-        thr = 1 / (1 + math.exp(-math.log(thr / (1 - thr)) / float(att["shown_temperature"])))
+        thr = temperature_scaled(thr, float(att["shown_temperature"]))
     conflicts = ans.sentence_conflicts()
     if ans.question:
         console.print(f"[bold]Q:[/bold] {escape(ans.question)}\n")

@@ -11,8 +11,9 @@ The held-out split of the training pool is cut in two halves, each source x labe
   (:func:`choose_partial`; the median over bootstrap resamples of the half, :func:`bagged_partial`):
   "unsupported" is wrong at most one time in ten by default, and "partial" is as narrow as that allows.
 
-:func:`status_report` gives, on the test half, each status's share of the pairs and the share of it
-that is truly supported (its precision, with a bootstrap interval), and the ECE before and after.
+:func:`calibrate` reports, on the test half, each status's share of the pairs and the share of it that
+is truly supported (its precision, with a bootstrap interval: :func:`bands`), and the ECE before and after;
+:func:`keep_partial` keeps a published partial threshold instead of the chosen one.
 The result is one entry of ``citegraph/assets/verifier/calibration.json`` (:func:`entry`), read by
 :func:`citegraph.tools.verifier.get_verifier`.
 """

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from citegraph.errors import InputError
+from citegraph.tools.verifier.base import logit, temperature_scaled
 
 
 @dataclass(frozen=True)
@@ -248,19 +249,14 @@ def minimal_pair_table(pairs: Sequence[CheckPair], scores: Sequence[float], thre
 
 
 # ------------------------------------------------------------------------------------------------
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-6), 1 - 1e-6)
-    return math.log(p / (1 - p))
-
-
 def apply_temperature(scores: Sequence[float], temperature: float) -> list[float]:
     """Binary scores as if the model's logits had been divided by ``temperature`` (same decisions at 0.5)."""
-    return [1 / (1 + math.exp(-_logit(p) / temperature)) for p in scores]
+    return [temperature_scaled(p, temperature) for p in scores]
 
 
 def fit_temperature(y: Sequence[int], scores: Sequence[float]) -> float:
     """The temperature that minimises the log-loss of ``scores`` on labels ``y`` (a grid, then a finer one)."""
-    logits = [_logit(p) for p in scores]
+    logits = [logit(p) for p in scores]
 
     def nll(t: float) -> float:
         total = 0.0

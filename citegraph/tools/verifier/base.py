@@ -22,13 +22,16 @@ DEFAULT_THRESHOLD = 0.5
 DEFAULT_PARTIAL = 0.2
 
 
-def _logit(p: float) -> float:
+def logit(p: float) -> float:
+    """log(p / (1 - p)), ``p`` clipped to [1e-6, 1 - 1e-6]."""
     p = min(max(float(p), 1e-6), 1 - 1e-6)
     return math.log(p / (1 - p))
 
 
-def _sigmoid(z: float) -> float:
-    return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
+def temperature_scaled(p: float, temperature: float) -> float:
+    """A binary score as if the model's logit had been divided by ``temperature`` (the same side of 0.5,
+    the same order)."""
+    return 1 / (1 + math.exp(-logit(p) / temperature))
 
 
 @dataclass
@@ -151,14 +154,14 @@ class Verifier:
         printed beside it."""
         if self.shown_temperature == 1.0:
             return float(score)
-        return _sigmoid(_logit(score) / self.shown_temperature)
+        return temperature_scaled(score, self.shown_temperature)
 
     def unshown(self, p: float) -> float:
         """The score that is shown as ``p`` (the inverse of :meth:`shown`): a threshold on the shown scale
         as the scores are compared."""
         if self.shown_temperature == 1.0:
             return float(p)
-        return _sigmoid(_logit(p) * self.shown_temperature)
+        return temperature_scaled(p, 1 / self.shown_temperature)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(spec={self.spec!r}, threshold={self.threshold})"

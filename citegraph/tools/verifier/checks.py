@@ -560,14 +560,15 @@ def _swap(p: _Pair) -> Finding | None:
     (:func:`_name_moved`)."""
     if not p.aligned():
         return None
-    return _word_swapped(p) or _name_moved(p)
+    # the claim's words aligned with its premise sentence's (tokens that are words, by stem), for both cases
+    cw = [k for k, t in enumerate(p.claim.tokens) if t[0].isalnum()]
+    bw = [k for k, t in enumerate(p.best.tokens) if t[0].isalnum()]
+    ops = SequenceMatcher(a=[p.best.stems[k] for k in bw], b=[p.claim.stems[k] for k in cw], autojunk=False).get_opcodes()
+    return _word_swapped(p, cw, bw, ops) or _name_moved(p, cw, bw, ops)
 
 
-def _word_swapped(p: _Pair) -> Finding | None:
+def _word_swapped(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | None:
     c, b = p.claim, p.best
-    cw = [k for k, t in enumerate(c.tokens) if t[0].isalnum()]
-    bw = [k for k, t in enumerate(b.tokens) if t[0].isalnum()]
-    ops = SequenceMatcher(a=[b.stems[k] for k in bw], b=[c.stems[k] for k in cw], autojunk=False).get_opcodes()
     changed = [op for op in ops if op[0] in ("replace", "insert")]  # a "delete" is premise words the claim leaves out
     if len(changed) != 1 or changed[0][0] != "replace":
         return None
@@ -590,26 +591,21 @@ _COORD = {"and", "or", "nor", "both", "also", "as", "well", "either"}
 _DETERMINERS = {"the", "a", "an", "its", "their", "his", "her", "our", "this", "that", "these", "those"}
 
 
-def _name_moved(p: _Pair) -> Finding | None:
+def _name_moved(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | None:
     """A name of the premise put in another name's place: the claim is its aligned premise sentence with the
     names in one slot replaced by names the premise uses elsewhere ("Dr. Samuel Okafor led the team" where
     the sentence says "Dr. Lena Ford led the team" and the next "her colleague, Dr. Samuel Okafor, designed
     the software"), or with the words between a slot and a later name of the sentence left out, so that the
     later name takes the slot ("was held in Argentina" from "was held in Brazil, and Germany won it by
-    beating Argentina"; a list, "in Paris and Berlin", is left alone)."""
-    if not p.aligned():
-        return None
+    beating Argentina"; a list, "in Paris and Berlin", is left alone). ``cw``/``bw``: the word tokens of the
+    claim and of its premise sentence, ``ops``: their alignment (:func:`_swap`)."""
     c, b = p.claim, p.best
-    cw = [k for k, t in enumerate(c.tokens) if t[0].isalnum()]
-    bw = [k for k, t in enumerate(b.tokens) if t[0].isalnum()]
-    ops = SequenceMatcher(a=[b.stems[k] for k in bw], b=[c.stems[k] for k in cw], autojunk=False).get_opcodes()
     kept = sum(j2 - j1 for tag, _, _, j1, j2 in ops if tag == "equal")
     if kept < 4 or kept < 0.6 * len(cw):
         return None
     for n, (tag, i1, i2, j1, j2) in enumerate(ops):
-        nb = ops[n - 1][4] - ops[n - 1][3] if n > 0 and ops[n - 1][0] == "equal" else 0
-        na = ops[n + 1][4] - ops[n + 1][3] if n + 1 < len(ops) and ops[n + 1][0] == "equal" else 0
-        before, after = nb >= 2, na >= 1
+        nb = ops[n - 1][4] - ops[n - 1][3] if n > 0 and ops[n - 1][0] == "equal" else 0  # words kept before
+        na = ops[n + 1][4] - ops[n + 1][3] if n + 1 < len(ops) and ops[n + 1][0] == "equal" else 0  # and after
         # a slot is known by the words around it: at least three kept, some after it, some before unless it opens
         slot = na >= 1 and nb + na >= 3 and (nb >= 1 or (i1 == 0 and j1 == 0))
         if tag == "replace" and slot and i2 - i1 <= 4 and j2 - j1 <= 4:
@@ -620,7 +616,7 @@ def _name_moved(p: _Pair) -> Finding | None:
                     and all(c.stems[k] in p.premise_content for k in ours)
                     and not any(p.claim_content <= t.content() for t in p.sents if t is not b)):
                 return Finding("swap", f"the claim has {_span(c, ours)} where its premise sentence has {_span(b, theirs)}")
-        if tag == "delete" and before and after and ops[n + 1][4] > ops[n + 1][3]:
+        if tag == "delete" and nb >= 2 and na >= 1:
             gone = [bw[k] for k in range(i1, i2)]
             moved = cw[ops[n + 1][3]]
             if (2 <= len(gone) <= 12 and _named(b, gone[0], c) and _named(c, moved, b)
