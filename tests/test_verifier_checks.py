@@ -187,3 +187,39 @@ def test_a_thing_made_the_subject_of_what_a_person_did():
     assert kinds(premise, "The library is also known for its work on the harbour bridge in Aarhus.") == ["role"]
     assert kinds(premise, "Velk is known for her work on the harbour bridge in Aarhus.") == []
     assert kinds(premise, "The architect is best known for the Orvik Library.") == []
+
+
+def test_two_common_nouns_trading_sides_of_a_verb():
+    assert kinds("The committee fined the club 20,000 euros after the final.",
+                 "The club fined the committee 20,000 euros after the final.") == ["role"]
+    premise = "The cat was chased by the dog through the garden."
+    assert kinds(premise, "The cat chased the dog through the garden.") == ["role"]  # voice taken into account
+    assert kinds(premise, "The dog chased the cat through the garden.") == []
+    assert kinds("The nurse thanked the patient for the flowers.",
+                 "The patient was thanked by the nurse for the flowers.") == []
+    # a verb whose two sides may trade places says the same thing
+    assert kinds("The captain met the coach before the match in Leeds.",
+                 "The coach met the captain before the match in Leeds.") == []
+
+
+def test_negation_past_an_aside_and_no_longer():
+    premise = "The update fixes the login bug. It does not, however, add a dark mode."
+    assert kinds(premise, "The update adds a dark mode.") == ["negation"]
+    assert kinds(premise, "The update does not add a dark mode.") == []
+    assert kinds("The museum still opens on Mondays and charges no entry fee.",
+                 "The museum no longer opens on Mondays.") == ["negation"]
+    # "no longer" may restate a premise's verb of removing
+    assert kinds("The chain is scrapping its self-service tills in all its stores.",
+                 "Shoppers will no longer find self-service tills in the stores of the chain.") == []
+
+
+def test_a_name_moved_at_the_claims_end_after_a_title_or_across_a_clause():
+    premise = "The company Orvella, founded in Lyon, makes drones. Last year it opened an office in Porto."
+    assert kinds(premise, "The company Orvella was founded in Porto.") == ["swap"]
+    assert kinds(premise, "The company Orvella was founded in Lyon.") == []
+    match = "Goalkeeper Ines Varga saved two penalties as Kestrel FC won the cup. Defender Mia Holt scored the winner."
+    assert kinds(match, "Mia Holt saved two penalties as Kestrel FC won the cup.") == ["swap"]
+    assert kinds(match, "Ines Varga saved two penalties as Kestrel FC won the cup.") == []
+    river = "The Orra River flows mainly through the county of Dunmore, and a small part of its basin lies in Kelby."
+    assert kinds(river, "The Orra River flows mainly through the county of Kelby.") == ["swap"]
+    assert kinds(river, "The Orra River flows mainly through the county of Dunmore.") == []

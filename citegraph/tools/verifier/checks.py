@@ -48,6 +48,8 @@ between through against among while if but because although though whether not n
 
 _NEG = {"not", "no", "never", "n't", "without", "none", "nobody", "nothing", "neither", "nor", "cannot",
         "lack", "lacks", "lacked", "lacking", "unable", "fail", "fails", "failed", "absent"}
+_ASIDES = {"however", "though", "therefore", "moreover", "furthermore", "nevertheless", "indeed", "apparently",
+           "reportedly", "surprisingly", "unfortunately", "initially", "originally"}
 _NEG_PHRASES_SKIP = {("not", "only"), ("not", "just"), ("not", "merely"), ("not", "simply"), ("no", "less"), ("not", "less"), ("no", "doubt"),
                      ("nothing", "but"), ("or", "not")}
 
@@ -56,6 +58,10 @@ _NEGATIVE_MEANING = {"avoid", "avoided", "avoids", "excluding", "except", "yet",
                      "prevented", "refuse", "refused", "deny", "denied", "reject", "rejected", "absent", "free",
                      "lack", "lacked", "missing", "instead", "rather", "unlike", "neither", "nor", "only", "stop",
                      "stopped", "ended", "halted", "declined", "failed", "unable", "ruled"}
+
+# verbs of ending or removing: a claim's negation may restate one ("no longer offers" from "scrapped")
+_REMOVAL = {"scrap", "remov", "abolish", "cancel", "elimin", "withdraw", "withdrew", "discontinu", "ceas", "abandon",
+            "quit", "drop", "halt", "stop", "retir", "axe", "ditch", "dismantl", "shut", "ended", "phased"}
 
 _WORD_NUMBERS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
                  "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13", "fourteen": "14",
@@ -184,7 +190,7 @@ def _sentences(text: str) -> list[str]:
     return [s for s in split_sentences(text) if s.strip()] or [text]
 
 
-def _neg_scopes(t: _Text) -> list[tuple[int, int, set[str], str]]:
+def _neg_scopes(t: _Text, claim: bool = False) -> list[tuple[int, int, set[str], str]]:
     """(cue position, scope end, content stems of the scope, its first content stem) for each negation
     cue: the scope is the words after the cue up to the clause's end or 8 words. Hedges ("might or might
     not", "whether or not") and "not only" are not negations."""
@@ -199,10 +205,17 @@ def _neg_scopes(t: _Text) -> list[tuple[int, int, set[str], str]]:
         scope: set[str] = set()
         head = ""
         end = i + 1
-        while end < min(n, i + 9) and t.lower[end] not in _CLAUSE_END:
+        limit = min(n, i + 9)
+        while end < limit:
+            if t.lower[end] == "," and end + 2 < n and t.lower[end + 1] in _ASIDES and t.lower[end + 2] == ",":
+                end, limit = end + 3, min(n, limit + 3)  # "does not, however, add": the aside is not the scope's end
+                continue
+            if t.lower[end] in _CLAUSE_END:
+                break
             if _is_content(t.lower[end]):
                 scope.add(t.stems[end])
-                head = head or t.stems[end]
+                if not (claim and end == i + 1 and t.lower[end] == "longer"):  # "no longer effective": "effective"
+                    head = head or t.stems[end]
             end += 1
         out.append((i, end, scope, head))
     return out
@@ -329,7 +342,7 @@ def _negation(p: _Pair) -> Finding | None:
     prem_scopes = _neg_scopes(p.premise)
     prem_negated: set[str] = set().union(*[sc for _, _, sc, _ in prem_scopes]) if prem_scopes else set()
     prem_positive = _outside(p.premise, prem_scopes)
-    claim_scopes = _neg_scopes(p.claim)
+    claim_scopes = _neg_scopes(p.claim, claim=True)
     best_scopes = _neg_scopes(p.best)
     best_negated: set[str] = set().union(*[sc for _, _, sc, _ in best_scopes]) if best_scopes else set()
     best_positive = _outside(p.best, best_scopes)
@@ -339,6 +352,9 @@ def _negation(p: _Pair) -> Finding | None:
         if p.claim.lower[i] == "without":  # "without compromising quality": seldom the claim's point
             continue
         if not head or head not in best_positive or head in best_negated or not p.aligned():
+            continue
+        if any((s in _REMOVAL or w in _REMOVAL) and s not in p.claim_content  # "no longer find X" from "is scrapping X"
+               for s, w in zip(p.best.stems, p.best.lower)):
             continue
         if any(head in sc and (scope - {head}) & sc for _, _, sc, _ in prem_scopes):
             continue
@@ -485,7 +501,79 @@ def _role(p: _Pair) -> Finding | None:
         voice_differs = c_passive != b_passive
         if reversed_ != voice_differs:
             return Finding("role", f"{c.tokens[ka]!r} and {c.tokens[kz]!r} trade places around {c.tokens[i]!r}")
-    return _subject_moved(p, shared) or _comparison_reversed(p)
+    return _subject_moved(p, shared) or _nouns_traded(p) or _comparison_reversed(p)
+
+
+# verbs whose two sides may trade places without changing what is said ("the tenant met the landlord")
+_SYMMETRIC = {stem(w) for w in "meet marry fight play tie draw compete collide merge partner share resemble border "
+                                "face join divorce debate date".split()}
+_BEFORE_VERB = {"was", "were", "is", "are", "has", "have", "had", "also", "later", "then", "first", "once", "been"}
+
+
+def _verb(t: _Text, i: int) -> bool:
+    w = t.lower[i]
+    return _pivot(t, i) or (w.isalpha() and (w.endswith(("ed", "es")) or w in _IRREGULAR_LEMMA))
+
+
+def _noun_before(t: _Text, i: int) -> int | None:
+    """The common noun that ends the phrase just before the verb at ``i`` ("the farmer's dog bit"), if that
+    phrase opens with a determiner or a possessive and no clause boundary comes between."""
+    k = i - 1
+    while k >= 0 and t.lower[k] in _BEFORE_VERB:
+        k -= 1
+    if k < 1 or i - k > 3 or not t.stems[k].isalpha() or not t.tokens[k].islower() or not _is_content(t.lower[k]):
+        return None
+    near = range(max(0, k - 3), k)
+    if any(t.lower[m] in _CLAUSE_END for m in near):
+        return None
+    return k if any(t.lower[m] in _DETERMINERS or t.lower[m].endswith("'s") for m in near) else None
+
+
+def _noun_after(t: _Text, i: int) -> int | None:
+    """The first content word after the verb at ``i``, if it is a common noun with a determiner or a
+    possessive between them ("sued the landlord", "examined the farmer's dog")."""
+    for k in range(i + 1, min(len(t.lower), i + 4)):
+        w = t.lower[k]
+        if w in _CLAUSE_END:
+            return None
+        if _is_content(w):
+            ok = t.stems[k].isalpha() and t.tokens[k].split("'")[0].islower() and \
+                any(t.lower[m] in _DETERMINERS or t.lower[m].endswith("'s") for m in range(i + 1, k))
+            return k if ok else None
+    return None
+
+
+def _nouns_traded(p: _Pair) -> Finding | None:
+    """Two common nouns on either side of a shared verb trade sides: "the tenant sued the landlord" where the
+    premise sentence says "the landlord sued the tenant", or "the dog bit a snake" where it says "the dog ...
+    was bitten by a snake" (voice taken into account; verbs such as "met" or "married" left alone)."""
+    c, b = p.claim, p.best
+    common = p.claim_content & b.content()
+    for i, s in enumerate(c.stems):
+        if s not in common or c.stems.count(s) > 1 or b.stems.count(s) > 1 or s in _SYMMETRIC or not _verb(c, i):
+            continue
+        ka, kz = _noun_before(c, i), _noun_after(c, i)
+        if ka is None or kz is None:
+            continue
+        a, z = c.stems[ka], c.stems[kz]
+        if a not in common or z not in common or a == z or c.stems.count(a) > 1 or c.stems.count(z) > 1:
+            continue
+        j = _first(b.stems, s)  # each noun where the premise sentence has it nearest the verb
+        ja = min((m for m, x in enumerate(b.stems) if x == a), key=lambda m: abs(m - j))
+        jz = min((m for m, x in enumerate(b.stems) if x == z), key=lambda m: abs(m - j))
+        if abs(ja - j) > 6 or abs(jz - j) > 6 or \
+                any(b.lower[m] in _CLAUSE_END for m in range(min(ja, jz, j), max(ja, jz, j))):
+            continue  # in the premise too, the verb's own arguments in one clause
+        reversed_, kept = jz < j < ja, ja < j < jz
+        if not (reversed_ or kept):
+            continue
+        c_passive, b_passive = _passive_at(c, i), _passive_at(b, j)
+        if (c_passive and "by" not in c.lower[max(i, kz - 3): kz]) or \
+                (b_passive and "by" not in b.lower[max(j, max(ja, jz) - 3): max(ja, jz)]):
+            continue
+        if reversed_ != (c_passive != b_passive):
+            return Finding("role", f"{c.tokens[ka]!r} and {c.tokens[kz]!r} trade places around {c.tokens[i]!r}")
+    return None
 
 
 _COMPARATIVE_WORDS = {"more", "less", "fewer", "better", "worse", "earlier", "later", "older", "younger"}
@@ -607,11 +695,16 @@ def _name_moved(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | 
         nb = ops[n - 1][4] - ops[n - 1][3] if n > 0 and ops[n - 1][0] == "equal" else 0  # words kept before
         na = ops[n + 1][4] - ops[n + 1][3] if n + 1 < len(ops) and ops[n + 1][0] == "equal" else 0  # and after
         # a slot is known by the words around it: at least three kept, some after it, some before unless it opens
-        slot = na >= 1 and nb + na >= 3 and (nb >= 1 or (i1 == 0 and j1 == 0))
-        if tag == "replace" and slot and i2 - i1 <= 4 and j2 - j1 <= 4:
+        # (or none after it where it ends the claim and at least two words come before)
+        slot = (na >= 1 and nb + na >= 3 and (nb >= 1 or (i1 == 0 and j1 == 0))) or (na == 0 and j2 == len(cw) and nb >= 2)
+        if tag == "replace" and slot and na == 0:  # the claim ends in the slot: the sentence's name there, not what follows
+            i2 = next((k for k in range(i1, i2) if not _named(b, bw[k], c)), i2)
+        if tag == "replace" and slot and 0 < i2 - i1 <= 4 and j2 - j1 <= 4:
             theirs = [bw[k] for k in range(i1, i2)]
             ours = [cw[k] for k in range(j1, j2)]
-            if (all(_named(c, k, b) for k in ours) and all(_named(b, k, c) for k in theirs)
+            if theirs[0] == 0 and len(theirs) > 1 and b.tokens[0][0].isupper() and not _named(b, 0, c):
+                theirs = theirs[1:]  # a title opening the sentence: "Striker Paulo Mendes scored twice"
+            if (all(_named(c, k, p.premise) for k in ours) and all(_named(b, k, c) for k in theirs)
                     and not any(c.lower[k][:4] == b.lower[m][:4] for k in ours for m in theirs)  # Italy/Italian
                     and all(c.stems[k] in p.premise_content for k in ours)
                     and not any(p.claim_content <= t.content() for t in p.sents if t is not b)):
@@ -620,7 +713,10 @@ def _name_moved(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | 
             gone = [bw[k] for k in range(i1, i2)]
             moved = cw[ops[n + 1][3]]
             if (2 <= len(gone) <= 12 and _named(b, gone[0], c) and _named(c, moved, b)
-                    and any(_pivot(b, k) and b.lower[k - 1] not in _DETERMINERS for k in gone)
+                    and (any(_pivot(b, k) and b.lower[k - 1] not in _DETERMINERS for k in gone)
+                         or any(b.lower[k] in ("and", "but", "while", "whereas") and b.lower[k + 1] in _DETERMINERS
+                                and b.tokens[k - 1] == "," for k in gone[1:-1]))  # a new clause: ", and a smaller part"
+
                     and not {b.lower[k] for k in gone[-2:]} & _COORD):
                 return Finding("swap", f"the claim has {c.tokens[moved]!r} where its premise sentence has "
                                        f"{b.tokens[gone[0]]!r} ({b.tokens[gone[0]]!r} ... {c.tokens[moved]!r} left out)")
