@@ -223,3 +223,25 @@ def test_a_name_moved_at_the_claims_end_after_a_title_or_across_a_clause():
     river = "The Orra River flows mainly through the county of Dunmore, and a small part of its basin lies in Kelby."
     assert kinds(river, "The Orra River flows mainly through the county of Kelby.") == ["swap"]
     assert kinds(river, "The Orra River flows mainly through the county of Dunmore.") == []
+
+
+def test_a_number_one_plain_step_from_the_premises():
+    goals = "Midfielder Ana Costa scored twice as Orla FC beat Dunmore 4-2."
+    assert kinds(goals, "Ana Costa scored 2 goals as Orla FC beat Dunmore 4-2.") == []
+    assert kinds(goals, "Ana Costa scored 3 goals as Orla FC beat Dunmore 4-2.") == ["number"]
+    seats = "Half of the 60 seats on the Orla council went to the Green Party in May."
+    assert kinds(seats, "The Green Party won 30 of the 60 seats on the Orla council in May.") == []
+    assert kinds(seats, "The Green Party won 20 of the 60 seats on the Orla council in May.") == ["number"]
+    tudor = "The Tudor dynasty ruled England from 1485 to 1603."
+    assert kinds(tudor, "The Tudors ruled England for 118 years, from 1485 to 1603.") == []
+    assert kinds(tudor, "The Tudors ruled England for 120 years, from 1485 to 1603.") == ["number"]
+    later = "Mira Olsen won the national title in 2011. Three years later, she moved to Oslo to study law."
+    assert kinds(later, "Mira Olsen moved to Oslo in 2014 to study law.") == []
+    assert kinds(later, "Mira Olsen moved to Oslo in 2013 to study law.") == ["number"]
+
+
+def test_no_more_than_a_number_is_a_bound():
+    assert kinds("The concert sold out within three hours of going on sale.",
+                 "It took no more than three hours for the concert to sell out.") == []
+    assert kinds("Turnout in the vote rose sharply and was higher than in 2019.",
+                 "Turnout in the vote was not higher than in 2019.") == ["negation"]

@@ -202,6 +202,9 @@ def _neg_scopes(t: _Text, claim: bool = False) -> list[tuple[int, int, set[str],
         nxt = t.lower[i + 1] if i + 1 < n else ""
         if (w, nxt) in _NEG_PHRASES_SKIP or "or" in t.lower[max(0, i - 3): i]:
             continue
+        if w == "no" and nxt in ("more", "fewer", "less", "later", "earlier") and t.lower[i + 2: i + 3] == ["than"] \
+                and t.lower[i + 3: i + 4] and (t.lower[i + 3][0].isdigit() or t.lower[i + 3] in _WORD_NUMBERS):
+            continue  # "no more than two hours": a bound, not a negation
         scope: set[str] = set()
         head = ""
         end = i + 1
@@ -422,8 +425,40 @@ def _number(p: _Pair) -> Finding | None:
     prem_text = p.premise_text.replace(",", "")
     missing = sorted(x for x in claim_nums if x not in prem_nums and not re.search(rf"(?<![\d.]){re.escape(x)}(?![\d])", prem_text))
     if missing:
+        missing = [x for x in missing if not _derived(x, p, prem_nums)]
+    if missing:
         return Finding("number", f"{', '.join(missing)} not in the premise")
     return _number_slot(p)
+
+
+_SHARE = re.compile(r"\b(half|a third|one third|a quarter|one quarter)\s+of\s+(?:the\s+|its\s+|their\s+)?(\d[\d,]*)\b", re.I)
+_YEARS_LATER = re.compile(r"\b([A-Za-z]+|\d+)\s+years?\s+(later|after|afterwards|earlier|before)\b", re.I)
+
+
+def _derived(x: str, p: _Pair, prem_nums: set[str]) -> bool:
+    """The claim's number ``x`` follows from the premise's by one plain step: "twice" (2), "half of the 40
+    seats" (20), a year and "two years later" (2018), or a span of years between two years the premise
+    gives ("276 years" from "from 1368 to 1644")."""
+    if not x.isdigit():
+        return False
+    v = int(x)
+    words = p.premise.lower
+    if (v == 2 and "twice" in words) or (v == 3 and "thrice" in words):
+        return True
+    for m in _SHARE.finditer(p.premise_text):
+        n = int(m.group(2).replace(",", ""))
+        part = {"half": 2, "third": 3, "quarter": 4}[m.group(1).split()[-1].lower()]
+        if n % part == 0 and v == n // part:
+            return True
+    years = {int(y) for y in prem_nums if y.isdigit() and 1000 <= int(y) <= 2100}
+    for m in _YEARS_LATER.finditer(p.premise_text):
+        n = _WORD_NUMBERS.get(m.group(1).lower(), m.group(1))
+        if n.isdigit() and any(v == y + int(n) * (1 if m.group(2).lower().startswith(("later", "after")) else -1)
+                               for y in years):
+            return True
+    if re.search(rf"\b{v}\s+years\b", p.claim_text) and any(v == abs(a - b) for a in years for b in years):
+        return True
+    return False
 
 
 def _number_slot(p: _Pair) -> Finding | None:
