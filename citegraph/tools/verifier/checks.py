@@ -536,7 +536,108 @@ def _role(p: _Pair) -> Finding | None:
         voice_differs = c_passive != b_passive
         if reversed_ != voice_differs:
             return Finding("role", f"{c.tokens[ka]!r} and {c.tokens[kz]!r} trade places around {c.tokens[i]!r}")
-    return _subject_moved(p, shared) or _nouns_traded(p) or _comparison_reversed(p)
+    return (_subject_moved(p, shared) or _nouns_traded(p) or _pronoun_object(p) or _comparison_reversed(p)
+            or _attributes_traded(p))
+
+
+_OBJECT_PRONOUNS = {"her", "him", "them", "it", "us", "me"}
+
+
+def _pronoun_object(p: _Pair) -> Finding | None:
+    """The claim's "A <verb> B" (two names, active voice) where the premise sentence has "B <verb> her" (or
+    him, them) and A only elsewhere: the premise says B did it ("Bellini later described her as the most
+    gifted student" -> "Ellen Sato described Marco Bellini as the most gifted student")."""
+    if not p.aligned():
+        return None
+    c, b = p.claim, p.best
+    for i, s in enumerate(c.stems):
+        if not _pivot(c, i) or _passive_at(c, i) or b.stems.count(s) != 1 or c.stems.count(s) != 1:
+            continue
+        ka = next((k for k in range(i - 1, max(-1, i - 3), -1) if _named(c, k, p.premise)), None)
+        kz = next((k for k in range(i + 1, min(len(c.stems), i + 3)) if _named(c, k, p.premise)), None)
+        if ka is None or kz is None or c.stems[ka] == c.stems[kz] or c.stems[ka] in b.stems:
+            continue
+        j = _first(b.stems, s)
+        if _passive_at(b, j) or not any(b.lower[k] in _OBJECT_PRONOUNS for k in range(j + 1, min(len(b.lower), j + 3))):
+            continue
+        object_name = set()
+        for k in range(kz, len(c.stems)):  # the whole name ("Marco Bellini")
+            if not _named(c, k, p.premise):
+                break
+            object_name.add(c.stems[k])
+        jb = next((k for k in range(j - 1, max(-1, j - 4), -1) if _named(b, k, c)), None)
+        if jb is not None and b.stems[jb] in object_name and c.stems[ka] in p.premise.stems:
+            pron = next(b.tokens[k] for k in range(j + 1, j + 3) if b.lower[k] in _OBJECT_PRONOUNS)
+            return Finding("role", f"the premise says '{b.tokens[jb]} {b.tokens[j]} {pron}': {b.tokens[jb]!r} did it, "
+                                   f"not {c.tokens[ka]!r}")
+    return None
+
+
+_BOUNDARY = {",", ";", "while", "whereas", "but"}
+
+
+def _owners(t: _Text, names: set[str]) -> dict[str, str]:
+    """Each word of ``t`` that is neither a name nor a verb, and stands once in it: the name of ``names``
+    nearest before it (as the stem of that name's first word)."""
+    out: dict[str, str] = {}
+    owner = None
+    for k, (tok, s) in enumerate(zip(t.tokens, t.stems)):
+        if s in names:
+            owner = s
+            while k > 0 and t.stems[k - 1] in names:  # a name of several words goes by its first
+                k -= 1
+                owner = t.stems[k]
+            continue
+        if owner and (_is_content(t.lower[k]) or tok[0].isdigit()) and t.stems.count(s) == 1 and not _pivot(t, k) \
+                and not tok[0].isupper():
+            out[s] = owner
+    return out
+
+
+def _attributes_traded(p: _Pair) -> Finding | None:
+    """Two values or two opposites said of two names trade names: "Mount Dallin rises to 2,310 metres, while Mount Kerrow
+    reaches 1,980 metres" where the premise gives Kerrow 2,310 and Dallin 1,980, or "Louis received the
+    western lands, while Charles took the eastern part" where it says the opposite. The claim's two names
+    stand in clauses of their own, so that each word's name is not in doubt."""
+    c, b = p.claim, p.premise
+    names = {s for k, s in enumerate(c.stems) if _named(c, k, b) and s in b.stems and c.stems.count(s) == 1}
+    if len(names) < 2:  # (a word of both names, "Mount" of Mount Kerrow and Mount Dallin, tells neither apart)
+        return None
+    # names in one clause of the claim (no boundary or other word between them) are one name ("Louis the German")
+    first = [k for k, s in enumerate(c.stems) if s in names]
+    groups, cur = [], [first[0]]
+    for k in first[1:]:
+        if any(c.lower[m] in _BOUNDARY or _is_content(c.lower[m]) and c.stems[m] not in names for m in range(cur[-1] + 1, k)):
+            groups.append(cur)
+            cur = [k]
+        else:
+            cur.append(k)
+    groups.append(cur)
+    group = {c.stems[k]: n for n, g in enumerate(groups) for k in g}
+    ours, theirs = _owners(c, names), _owners(b, names)
+    moved = [(s, group[ours[s]], group[theirs[s]]) for s in ours
+             if s in theirs and ours[s] in group and theirs[s] in group and group[ours[s]] != group[theirs[s]]]
+    ants = _antonym_stems()
+    for s1, a1, z1 in moved:
+        for s2, a2, z2 in moved:
+            alike = (s1[0].isdigit() and s2[0].isdigit()) or s2 in ants.get(s1, ())  # two values, or opposites
+            if alike and a1 == z2 and a2 == z1 and \
+                    any(c.lower[m] in _BOUNDARY for m in range(groups[min(a1, a2)][-1], groups[max(a1, a2)][0])):
+                return Finding("role", f"{_show(c, {s1})} and {_show(c, {s2})} trade names: the premise says "
+                                       f"{_show(c, {s1})} of {_show(c, {c.stems[k] for k in groups[a2]})}")
+    return None
+    ours, theirs = _owners(c, names), _owners(b, names)
+    lead = {c.stems[g[0]]: g for g in groups}
+    moved = [(s, ours[s], theirs[s]) for s in ours if s in theirs and ours[s] != theirs[s]
+             and ours[s] in lead and theirs[s] in {c.stems[k] for g in groups for k in g}]
+    ants = _antonym_stems()
+    for s1, a1, z1 in moved:
+        for s2, a2, z2 in moved:
+            alike = (s1[0].isdigit() and s2[0].isdigit()) or s2 in ants.get(s1, ())  # two values, or opposites
+            if alike and a1 != a2 and z1 in {c.stems[k] for k in lead[a2]} and z2 in {c.stems[k] for k in lead[a1]}:
+                return Finding("role", f"{_show(c, {s1})} and {_show(c, {s2})} trade names: the premise says "
+                                       f"{_show(c, {s1})} of {_show(c, set(c.stems[k] for k in lead[a2]))}")
+    return None
 
 
 # verbs whose two sides may trade places without changing what is said ("the tenant met the landlord")
