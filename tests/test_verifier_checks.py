@@ -217,6 +217,10 @@ def test_a_name_moved_at_the_claims_end_after_a_title_or_across_a_clause():
     premise = "The company Orvella, founded in Lyon, makes drones. Last year it opened an office in Porto."
     assert kinds(premise, "The company Orvella was founded in Porto.") == ["swap"]
     assert kinds(premise, "The company Orvella was founded in Lyon.") == []
+    # ... unless another sentence says the claim's verb of that name
+    roles = ("Mara Quinn won wider fame in 2019 after landing the roles of Elena Voss in Northern Lights and Tom Reyes "
+             "in Ashfall. That same year she headlined the series Glassworks, portraying the chemist Elena Marsh.")
+    assert kinds(roles, "Mara Quinn portrayed the role of Elena Marsh.") == []
     match = "Goalkeeper Ines Varga saved two penalties as Kestrel FC won the cup. Defender Mia Holt scored the winner."
     assert kinds(match, "Mia Holt saved two penalties as Kestrel FC won the cup.") == ["swap"]
     assert kinds(match, "Ines Varga saved two penalties as Kestrel FC won the cup.") == []

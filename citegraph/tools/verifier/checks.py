@@ -843,7 +843,8 @@ def _name_moved(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | 
             if (all(_named(c, k, p.premise) for k in ours) and all(_named(b, k, c) for k in theirs)
                     and not any(c.lower[k][:4] == b.lower[m][:4] for k in ours for m in theirs)  # Italy/Italian
                     and all(c.stems[k] in p.premise_content for k in ours)
-                    and not any(p.claim_content <= t.content() for t in p.sents if t is not b)):
+                    and not any(p.claim_content <= t.content() for t in p.sents if t is not b)
+                    and not (na == 0 and _said_elsewhere(p, {c.stems[k] for k in ours}))):
                 return Finding("swap", f"the claim has {_span(c, ours)} where its premise sentence has {_span(b, theirs)}")
         if tag == "delete" and nb >= 2 and na >= 1:
             gone = [bw[k] for k in range(i1, i2)]
@@ -857,6 +858,13 @@ def _name_moved(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | 
                 return Finding("swap", f"the claim has {c.tokens[moved]!r} where its premise sentence has "
                                        f"{b.tokens[gone[0]]!r} ({b.tokens[gone[0]]!r} ... {c.tokens[moved]!r} left out)")
     return None
+
+
+def _said_elsewhere(p: _Pair, names: set[str]) -> bool:
+    """Another sentence of the premise holds the names together with a verb of the claim ("portraying ...
+    Sophia Amoruso" for "portrayed the role of Sophia Amoruso")."""
+    verbs = {s for k, s in enumerate(p.claim.stems) if _pivot(p.claim, k) and _is_content(p.claim.lower[k])}
+    return any(names <= set(t.stems) and verbs & set(t.stems) for t in p.sents if t is not p.best)
 
 
 def _span(t: _Text, ks: list[int]) -> str:
