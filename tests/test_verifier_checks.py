@@ -270,3 +270,12 @@ def test_two_values_or_two_opposites_trading_names():
     # two names in one clause: which of them a value belongs to is not read
     assert kinds("Google acquired YouTube for 1.65 billion dollars in 2006.",
                  "YouTube was acquired by Google for 1.65 billion dollars in 2006.") == []
+
+
+def test_of_two_sentences_sharing_as_many_content_words_the_claim_aligns_with_the_closer_wording():
+    # "tower" and "France" stand in the first sentence, "gift" and "France" in the last: the claim copies the last
+    premise = ("The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "
+               "The Statue of Liberty is a colossal copper statue on Liberty Island in New York. "
+               "The statue was a gift from the people of France to the people of the United States.")
+    assert kinds(premise, "The tower was a gift from France.") == ["swap"]
+    assert kinds(premise, "The statue was a gift from France.") == []

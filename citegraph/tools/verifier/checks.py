@@ -327,7 +327,10 @@ class _Pair:
         self.claim_content = self.claim.content()
         self.premise_content = self.premise.content()
         overlaps = [len(self.claim_content & s.content()) for s in self.sents]
-        self.best = self.sents[max(range(len(self.sents)), key=lambda k: overlaps[k])] if self.sents else self.premise
+        words = set(self.claim.lower)
+        # the sentence sharing the most content words with the claim; of equals, the one sharing the most words
+        tie = [len(words & set(s.lower)) for s in self.sents]
+        self.best = self.sents[max(range(len(self.sents)), key=lambda k: (overlaps[k], tie[k]))] if self.sents else self.premise
         self.best_overlap = max(overlaps) if overlaps else 0
 
     def coverage(self) -> float:
