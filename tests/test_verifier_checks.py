@@ -279,3 +279,14 @@ def test_of_two_sentences_sharing_as_many_content_words_the_claim_aligns_with_th
                "The statue was a gift from the people of France to the people of the United States.")
     assert kinds(premise, "The tower was a gift from France.") == ["swap"]
     assert kinds(premise, "The statue was a gift from France.") == []
+
+
+def test_a_number_of_the_premise_put_in_another_numbers_place():
+    premise = ("By week twelve, patients given the new inhaler had 2.6 fewer asthma attacks per month than before. "
+               "Those on the old inhaler had 0.9 fewer attacks.")
+    claim = "By week twelve, patients given the new inhaler had 0.9 fewer asthma attacks per month."
+    assert kinds(premise, claim) == ["swap"]
+    assert str(find_conflicts(premise, claim)[0]) == (
+        "swap: the claim has 0.9 where its premise sentence has 2.6, a number the premise gives for something else")
+    assert kinds(premise, "By week twelve, patients given the new inhaler had 2.6 fewer asthma attacks per month.") == []
+    assert kinds(premise, "Patients on the old inhaler had 0.9 fewer attacks.") == []

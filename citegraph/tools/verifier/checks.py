@@ -791,7 +791,7 @@ def _swap(p: _Pair) -> Finding | None:
     cw = [k for k, t in enumerate(p.claim.tokens) if t[0].isalnum()]
     bw = [k for k, t in enumerate(p.best.tokens) if t[0].isalnum()]
     ops = SequenceMatcher(a=[p.best.stems[k] for k in bw], b=[p.claim.stems[k] for k in cw], autojunk=False).get_opcodes()
-    return _word_swapped(p, cw, bw, ops) or _name_moved(p, cw, bw, ops)
+    return _word_swapped(p, cw, bw, ops) or _name_moved(p, cw, bw, ops) or _number_moved(p, cw, bw, ops)
 
 
 def _word_swapped(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | None:
@@ -860,6 +860,33 @@ def _name_moved(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | 
                     and not {b.lower[k] for k in gone[-2:]} & _COORD):
                 return Finding("swap", f"the claim has {c.tokens[moved]!r} where its premise sentence has "
                                        f"{b.tokens[gone[0]]!r} ({b.tokens[gone[0]]!r} ... {c.tokens[moved]!r} left out)")
+    return None
+
+
+def _number_moved(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | None:
+    """A number of the premise put in another number's place: the claim is its aligned premise sentence with
+    the number of one slot (a few words kept on either side) replaced by a number the premise gives for
+    something else ("patients taking the drug had 1.4 fewer migraine days" where the sentence says 3.1 and
+    the next says the placebo group had 1.4). ``cw``/``bw``/``ops``: as for :func:`_name_moved`."""
+    c, b = p.claim, p.best
+    kept = sum(j2 - j1 for tag, _, _, j1, j2 in ops if tag == "equal")
+    if kept < 4 or kept < 0.6 * len(cw):
+        return None
+    elsewhere = {t.tokens[k].replace(",", "") for t in p.sents if t is not b for k in range(len(t.tokens))
+                 if t.tokens[k][0].isdigit()}
+    for n, (tag, i1, i2, j1, j2) in enumerate(ops):
+        if tag != "replace" or i2 - i1 > 3 or j2 - j1 > 3:
+            continue
+        nb = ops[n - 1][4] - ops[n - 1][3] if n > 0 and ops[n - 1][0] == "equal" else 0
+        na = ops[n + 1][4] - ops[n + 1][3] if n + 1 < len(ops) and ops[n + 1][0] == "equal" else 0
+        if not (nb >= 2 and na >= 1 or nb >= 1 and na >= 2):
+            continue
+        theirs = [b.tokens[bw[k]].replace(",", "") for k in range(i1, i2) if b.tokens[bw[k]][0].isdigit()]
+        ours = [c.tokens[cw[k]].replace(",", "") for k in range(j1, j2) if c.tokens[cw[k]][0].isdigit()]
+        if len(theirs) == 1 and len(ours) == 1 and theirs != ours and ours[0] in elsewhere \
+                and ours[0] not in {t.replace(",", "") for t in b.tokens}:
+            return Finding("swap", f"the claim has {ours[0]} where its premise sentence has {theirs[0]}, a number the "
+                                   "premise gives for something else")
     return None
 
 
