@@ -49,6 +49,9 @@ def parse_args(argv=None):
                     help="CPU weights of --verifier: as shipped (assets/verifier/inference.json), fp32 or dynamic int8")
     ap.add_argument("--max-windows", type=int, default=None,
                     help="score at most N windows of a long premise (best word overlap first); default: as shipped")
+    ap.add_argument("--premise", choices=["as-is", "best-sentences"], default="as-is",
+                    help="what the verifier reads of each premise: all of it (its own windows), or the sentences "
+                         "sharing the most content words with the claim, about 95 words (eval.verifier_sets.best_sentences)")
     ap.add_argument("--judge", default="llm-judge:local")
     ap.add_argument("--judge-sample", type=int, default=200, help="pairs per set for the slow llm-judge (0 = none)")
     ap.add_argument("--skip-judge", action="store_true")
@@ -222,6 +225,38 @@ def load_sets(args, data: Path) -> list[tuple[str, list]]:
             out.append((f"LLM-AggreFact file {Path(args.aggrefact).name}", rows))
         else:
             die(f"--sets: unknown set {name!r} (heldout, expertqa, fever, factcg, minimal, aggrefact)")
+    if getattr(args, "premise", "as-is") == "best-sentences":
+        from dataclasses import replace
+
+        from citegraph.eval.verifier_sets import best_sentences
+
+        cut, words = {}, {}
+        for name, pairs in out:
+            for q in pairs:
+                words[(cut.setdefault((q.premise, q.claim), best_sentences(q.premise, q.claim)), q.claim)] = \
+                    len(q.premise.split())
+        args.premise_words = words  # the premise's own length, for the table by length
+        out = [(name, [replace(q, premise=cut[(q.premise, q.claim)]) for q in pairs]) for name, pairs in out]
+    return out
+
+
+_LENGTHS = ((0, 110, "up to 110"), (110, 200, "111-200"), (200, 10 ** 9, "over 200"))
+
+
+def by_length(items, scores, thr: float, words: dict | None = None) -> list[tuple]:
+    """Balanced accuracy by the premise's length in words (its own length where --premise cut it)."""
+    from citegraph.eval.verifier_sets import binary_report
+
+    out = []
+    for lo, hi, label in _LENGTHS:
+        idx = [i for i, q in enumerate(items)
+               if lo < (words or {}).get((q.premise, q.claim), len(q.premise.split())) <= hi]
+        ys = [items[i].label for i in idx]
+        if not idx or len(set(ys)) < 2:
+            out.append((label, len(idx), "n/a"))
+            continue
+        rep = binary_report(ys, [scores[i] for i in idx], thr, boot=0)
+        out.append((label, len(idx), _pct(rep.balanced_accuracy)))
     return out
 
 
@@ -271,6 +306,10 @@ def accuracy(args, data: Path):
             extra.append((f"{name}: pairs the checks flag, by rule (capped when the base scored above 0.1)",
                           ["rule", "pairs flagged", "share"],
                           [(k, v, _pct(v / len(pairs))) for k, v in flagged.most_common()]))
+        lengths = by_length(items, s, thr, getattr(args, "premise_words", None))
+        figures["sets"][name]["by_premise_words"] = {lab: {"n": n, "balanced_accuracy": b} for lab, n, b in lengths}
+        extra.append((f"{name}: by the premise's length in words (premise read {args.premise})",
+                      ["premise words", "n", "balanced acc"], lengths))
         if name.startswith("held-out"):
             partial = args.partial if args.partial is not None else getattr(ver, "partial", 0.2)
             bands = status_bands(items, shown, partial, thr)

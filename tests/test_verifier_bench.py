@@ -360,6 +360,42 @@ def test_stage_verdict_scores_what_the_stage_calls_supported(capsys):
     assert "attribution stage's verdict" in out and "The stage's statuses" in out
 
 
+def test_best_sentences_keep_the_claims_sentences_in_order_within_the_budget():
+    premise = ("The Orvik plant opened in 1962. It served 8,000 people. Today 21,000 people live in the town. "
+               "The new plant disinfects the water with ultraviolet light. It cost 14 million pounds.")
+    cut = VS.best_sentences(premise, "The new plant uses ultraviolet light on the water, at a cost of 14 million pounds.",
+                            words=16)
+    assert cut == "The new plant disinfects the water with ultraviolet light. It cost 14 million pounds."
+    assert VS.best_sentences("One sentence only, however long.", "anything") == "One sentence only, however long."
+
+
+def test_bench_reads_premises_as_best_sentences_and_reports_by_their_own_length(tmp_path):
+    """--premise best-sentences cuts each premise before scoring; the table by length bins the premise's own
+    length, not the cut one."""
+    import argparse
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_verifier as bv
+
+    filler = [f"Report {i} of the survey covered the {w} district in spring." for i, w in
+              enumerate("north south east west upper lower central coastal inland valley hill forest "
+                        "marsh harbour market".split())]
+    long_premise = " ".join(filler[:9] + ["The river Orla is 7 metres deep at the old mill."] + filler[9:])
+    suite = tmp_path / "mini.jsonl"
+    suite.write_text("\n".join(json.dumps(r) for r in [
+        {"id": "long-a", "category": "long_premise", "premise": long_premise,
+         "claim": "The river Orla is 7 metres deep at the old mill.", "label": 1},
+        {"id": "long-b", "category": "long_premise", "premise": long_premise,
+         "claim": "The river Orla is 9 metres deep at the old mill.", "label": 0}]) + "\n")
+    args = argparse.Namespace(sets="minimal", minimal_pairs=str(suite), premise="best-sentences")
+    [(name, items)] = bv.load_sets(args, tmp_path)
+    assert all(len(q.premise.split()) <= 95 < len(long_premise.split()) for q in items)
+    assert items[0].premise.startswith("Report 0 ") and "Orla is 7 metres deep" in items[0].premise
+    assert items[0].premise.index("Report 7 ") < items[0].premise.index("Orla")  # in the premise's own order
+    table = bv.by_length(items, [0.9, 0.1], 0.5, args.premise_words)
+    assert table[1] == ("111-200", 2, "100.0") and table[0][1] == 0  # binned by the premise's own 160 words
+
+
 # ------------------------------------------------------------------------------------------------
 # the shipped weights on the minimal-pair suite: a floor per category
 # ------------------------------------------------------------------------------------------------

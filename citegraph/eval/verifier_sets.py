@@ -149,6 +149,28 @@ def stratified_sample(pairs: Sequence[CheckPair], n: int, seed: int = 0) -> list
 
 
 # ------------------------------------------------------------------------------------------------
+def best_sentences(premise: str, claim: str, words: int = 95) -> str:
+    """The premise cut to its sentences sharing the most content words with the claim, in their own order, up
+    to about ``words`` words (one window of the shipped verifier beside a claim): a way to score a long
+    premise that ``bench_verifier.py --premise best-sentences`` measures against the verifier's own windows."""
+    from citegraph.tools.sentences import split_sentences
+    from citegraph.tools.verifier.checks import content_stems
+
+    sents = [x for x in split_sentences(premise) if x.strip()]
+    if len(sents) <= 1:
+        return premise
+    want = content_stems(claim)
+    ranked = sorted(range(len(sents)), key=lambda i: (-len(want & content_stems(sents[i])), i))
+    chosen, n = [], 0
+    for i in ranked:
+        w = len(sents[i].split())
+        if chosen and n + w > words:
+            continue
+        chosen.append(i)
+        n += w
+    return " ".join(sents[i] for i in sorted(chosen))
+
+
 def _bacc(y: Sequence[int], pred: Sequence[int]) -> tuple[float, float, float]:
     pos = sum(y)
     neg = len(y) - pos

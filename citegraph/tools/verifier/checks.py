@@ -182,6 +182,11 @@ class _Text:
         return {s for s, w in zip(self.stems, self.lower) if _is_content(w)}
 
 
+def content_stems(text: str) -> set[str]:
+    """The stems of a text's content words (not function words, negations or punctuation)."""
+    return _text(text).content()
+
+
 def _is_content(w: str) -> bool:
     return (w[0].isalnum()) and w not in STOP and w not in _NEG and w != "n't"
 
