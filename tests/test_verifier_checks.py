@@ -290,3 +290,20 @@ def test_a_number_of_the_premise_put_in_another_numbers_place():
         "swap: the claim has 0.9 where its premise sentence has 2.6, a number the premise gives for something else")
     assert kinds(premise, "By week twelve, patients given the new inhaler had 2.6 fewer asthma attacks per month.") == []
     assert kinds(premise, "Patients on the old inhaler had 0.9 fewer attacks.") == []
+
+
+def test_a_relation_between_two_names_turned_round():
+    family = "Lucille Ball starred in the show with her daughter Lucie Arnaz in 1968."
+    assert kinds(family, "Lucie Arnaz is the daughter of Lucille Ball.") == []
+    assert kinds(family, "Lucille Ball is the daughter of Lucie Arnaz.") == ["role"]
+    chess = "Ines Moll beat her older sister Carla in the final of the Tarrow chess championship."
+    assert kinds(chess, "Ines Moll is the older sister of Carla.") == ["role"]
+    assert kinds(chess, "Carla is the older sister of Ines Moll.") == []
+    firms = "Orvia supplies the chips used by Kestrel. Kestrel, in turn, is Orvia's largest customer."
+    assert kinds(firms, "Orvia is Kestrel's largest customer.") == ["role"]
+    assert kinds(firms, "Kestrel is Orvia's largest customer.") == []
+    # a mutual relation says the same both ways
+    assert kinds("Ines Moll played her cousin Carla Brun in the final.", "Carla Brun is the cousin of Ines Moll.") == []
+    f = find_conflicts(family, "Lucille Ball is the daughter of Lucie Arnaz.")[0]
+    assert str(f) == ("role: the claim makes 'Lucille Ball' the daughter of 'Lucie Arnaz'; "
+                      "the premise says it the other way round")

@@ -545,7 +545,91 @@ def _role(p: _Pair) -> Finding | None:
         if reversed_ != voice_differs:
             return Finding("role", f"{c.tokens[ka]!r} and {c.tokens[kz]!r} trade places around {c.tokens[i]!r}")
     return (_subject_moved(p, shared) or _nouns_traded(p) or _pronoun_object(p) or _comparison_reversed(p)
-            or _attributes_traded(p))
+            or _attributes_traded(p) or _relation_reversed(p))
+
+
+# relations that hold both ways ("A is B's cousin" = "B is A's cousin")
+_MUTUAL = {stem(w) for w in "cousin sibling twin friend partner spouse colleague neighbour neighbor rival teammate "
+                            "classmate ally peer counterpart".split()}
+_RELATION_ADJ = {"older", "younger", "elder", "eldest", "oldest", "youngest", "largest", "biggest", "main", "chief",
+                 "only", "first", "former", "late", "step", "half"}
+
+
+def _name_span(t: _Text, k: int, step: int, other: _Text) -> set[str]:
+    """The stems of the name whose word at ``k`` ends (step -1) or starts (step 1) it."""
+    out = set()
+    while 0 <= k < len(t.tokens) and _named(t, k, other):
+        out.add(t.stems[k])
+        k += step
+    return out
+
+
+def _relations(t: _Text, other: _Text) -> list[tuple[set[str], str, set[str]]]:
+    """(A, relation, B) for "A is B's <relation>", "A is the <relation> of B" and "B ... his/her <relation>
+    A" (A is B's relation): the relation is its noun's stem with the adjectives before it ("older sister")."""
+    out = []
+    low, n = t.lower, len(t.tokens)
+
+    def rel_at(k):  # adjectives then a lowercase noun from k: (relation, index after it)
+        words = []
+        while k < n and low[k] in _RELATION_ADJ:
+            words.append(low[k])
+            k += 1
+        if k < n and t.tokens[k].isalpha() and t.tokens[k].islower() and _is_content(low[k]):
+            return " ".join(words + [t.stems[k]]), k + 1
+        return None, k
+
+    for i, w in enumerate(low):
+        if w in ("is", "was") and i > 0:
+            k = i - 1
+            if t.tokens[k] == ",":  # "FreshWay, in turn, is"
+                k = next((m - 1 for m in range(k - 1, max(0, k - 5), -1) if t.tokens[m] == ","), -1)
+            a = _name_span(t, k, -1, other) if k >= 0 else set()
+            if not a or i + 2 >= n:
+                continue
+            j = i + 1
+            if t.tokens[j].endswith("'s") and _named(t, j, other):  # "is B's largest customer"
+                rel, _ = rel_at(j + 1)
+                if rel:
+                    out.append((a, rel, {t.stems[j]}))
+            else:
+                j += low[j] == "the"
+                rel, after = rel_at(j)
+                if rel and after < n and low[after] == "of":
+                    b = _name_span(t, after + 1, 1, other)
+                    if b:
+                        out.append((a, rel, b))
+        if w in ("his", "her", "their") and i > 0:
+            rel, after = rel_at(i + 1)
+            b = set()
+            for m in range(i - 1, max(-1, i - 9), -1):  # the nearest name before, in the same clause
+                if low[m] in _CLAUSE_END:
+                    break
+                if _named(t, m, other):
+                    b = _name_span(t, m, -1, other)
+                    break
+            a = _name_span(t, after, 1, other) if rel else set()
+            if rel and a and b:
+                out.append((a, rel, b))
+    return out
+
+
+def _relation_reversed(p: _Pair) -> Finding | None:
+    """A relation between two names turned round: "Anna Kowalski is the older sister of Marta" where the
+    premise says "Anna Kowalski beat her older sister Marta", "Veltro Systems is FreshWay's largest customer"
+    where it says "FreshWay is Veltro's largest customer" (mutual relations, "cousin", left alone)."""
+    theirs = _relations(p.premise, p.claim)
+    if not theirs:
+        return None
+    for a, rel, b in _relations(p.claim, p.premise):
+        if rel.split()[-1] in _MUTUAL:
+            continue
+        for a2, rel2, b2 in theirs:
+            if rel2 == rel and a & b2 and b & a2 and not (a & a2):
+                noun = next(tok for tok, st in zip(p.claim.tokens, p.claim.stems) if st == rel.split()[-1])
+                return Finding("role", f"the claim makes {_show(p.claim, a)} the {noun} of {_show(p.claim, b)}; "
+                                       "the premise says it the other way round")
+    return None
 
 
 _OBJECT_PRONOUNS = {"her", "him", "them", "it", "us", "me"}
