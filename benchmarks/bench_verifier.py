@@ -308,7 +308,7 @@ def accuracy(args, data: Path):
                           [(k, v, _pct(v / len(pairs))) for k, v in flagged.most_common()]))
         lengths = by_length(items, s, thr, getattr(args, "premise_words", None))
         figures["sets"][name]["by_premise_words"] = {lab: {"n": n, "balanced_accuracy": b} for lab, n, b in lengths}
-        extra.append((f"{name}: by the premise's length in words (premise read {args.premise})",
+        extra.append((f"{name}: by the premise's length in words (premise read {args.premise}; empty premises left out)",
                       ["premise words", "n", "balanced acc"], lengths))
         if name.startswith("held-out"):
             partial = args.partial if args.partial is not None else getattr(ver, "partial", 0.2)
