@@ -532,17 +532,7 @@ def _role(p: _Pair) -> Finding | None:
         j, ja, jz = _first(b.stems, s), _first(b.stems, a), _first(b.stems, z)
         if not (_named(b, ja, c) and _named(b, jz, c)) or _joined(c, ka, kz):
             continue
-        reversed_ = jz < j < ja
-        kept = ja < j < jz
-        if not (reversed_ or kept):
-            continue
-        c_passive, b_passive = _passive_at(c, i), _passive_at(b, j)
-        # a passive's second argument must be its agent ("by Google"), not a phrase such as "for Zootopia"
-        if (c_passive and "by" not in c.lower[max(i, kz - 3): kz]) or \
-                (b_passive and "by" not in b.lower[max(j, max(ja, jz) - 3): max(ja, jz)]):
-            continue
-        voice_differs = c_passive != b_passive
-        if reversed_ != voice_differs:
+        if _sides_traded(c, b, i, j, (ka, kz), (ja, jz)):
             return Finding("role", f"{c.tokens[ka]!r} and {c.tokens[kz]!r} trade places around {c.tokens[i]!r}")
     return (_subject_moved(p, shared) or _nouns_traded(p) or _pronoun_object(p) or _comparison_reversed(p)
             or _attributes_traded(p) or _relation_reversed(p))
@@ -792,16 +782,24 @@ def _nouns_traded(p: _Pair) -> Finding | None:
         if abs(ja - j) > 6 or abs(jz - j) > 6 or \
                 any(b.lower[m] in _CLAUSE_END for m in range(min(ja, jz, j), max(ja, jz, j))):
             continue  # in the premise too, the verb's own arguments in one clause
-        reversed_, kept = jz < j < ja, ja < j < jz
-        if not (reversed_ or kept):
-            continue
-        c_passive, b_passive = _passive_at(c, i), _passive_at(b, j)
-        if (c_passive and "by" not in c.lower[max(i, kz - 3): kz]) or \
-                (b_passive and "by" not in b.lower[max(j, max(ja, jz) - 3): max(ja, jz)]):
-            continue
-        if reversed_ != (c_passive != b_passive):
+        if _sides_traded(c, b, i, j, (ka, kz), (ja, jz)):
             return Finding("role", f"{c.tokens[ka]!r} and {c.tokens[kz]!r} trade places around {c.tokens[i]!r}")
     return None
+
+
+def _sides_traded(c: _Text, b: _Text, i: int, j: int, claim_sides: tuple[int, int], premise_sides: tuple[int, int]) -> bool:
+    """The claim's words on the two sides of its verb at ``i`` stand the other way round around the premise's
+    verb at ``j``, the voice taken into account: "A acquired B" against "B acquired A" or "A was acquired by B"."""
+    (_, kz), (ja, jz) = claim_sides, premise_sides
+    reversed_, kept = jz < j < ja, ja < j < jz
+    if not (reversed_ or kept):
+        return False
+    c_passive, b_passive = _passive_at(c, i), _passive_at(b, j)
+    # a passive's second argument must be its agent ("by Google"), not a phrase such as "for Zootopia"
+    if (c_passive and "by" not in c.lower[max(i, kz - 3): kz]) or \
+            (b_passive and "by" not in b.lower[max(j, max(ja, jz) - 3): max(ja, jz)]):
+        return False
+    return reversed_ != (c_passive != b_passive)
 
 
 _COMPARATIVE_WORDS = {"more", "less", "fewer", "better", "worse", "earlier", "later", "older", "younger"}
