@@ -11,10 +11,12 @@ tagger or parser ships here):
   stands in the aligned premise sentence instead;
 - ``number``: a number, month or year of the claim is nowhere in the premise;
 - ``name``: a capitalised name of the claim is nowhere in the premise;
-- ``role``: two words on either side of a shared verb or comparative trade sides (A acquired B / B
-  acquired A), with the passive voice taken into account;
-- ``swap``: the claim copies its premise sentence but for one word, which it takes from elsewhere in the
-  premise ("Table captions ... below the figure" from "Figure captions ... below the figure").
+- ``role``: two names or common nouns on either side of a shared verb or comparative trade sides (A
+  acquired B / B acquired A), with the passive voice taken into account; or a relation, two values or two
+  opposites turned round between two names ("A is the older sister of B" where B is A's);
+- ``swap``: the claim copies its premise sentence but for one word, name or number, which it takes from
+  elsewhere in the premise ("Table captions ... below the figure" from "Figure captions ... below the
+  figure").
 
 :class:`CheckedVerifier` (spec ``<base spec>+checks``) caps the base verifier's score at ``cap`` for a
 pair with a conflict, so the sentence is not called supported. Each rule fires only when the claim and
