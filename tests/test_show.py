@@ -131,6 +131,20 @@ def test_without_evidence_the_verifier_picks_sentences_and_marks_support(outputs
     assert page.threshold == 0.5
 
 
+def test_scores_on_the_page_are_shown_as_the_verifier_is_calibrated(outputs):
+    """A calibrated verifier's scores reach the page as a reader should read them: the document's score and the
+    scores of the sentences it highlights alike (decisions stay on the scores as scored)."""
+    from citegraph.tools.verifier import FunctionVerifier
+
+    spec = "stub:show-calibrated"
+    v = FunctionVerifier(lambda p, h: 0.9 if "1887" in p and "1887" in h else 0.02, spec=spec)
+    v.set_calibration({"temperature": 2.0, "partial": 0.3})
+    register_verifier(spec, v)
+    c = cell(build_page([outputs[0]], verifier=spec)).sentences[0].cites[0]
+    assert c.supported is True and c.support == pytest.approx(v.shown(0.9)) and c.support < 0.9
+    assert c.highlights and all(h.score == pytest.approx(v.shown(0.9)) for h in c.highlights)
+
+
 def test_no_verifier_shows_evidence_only(outputs):
     page = build_page(list(outputs), verifier=None)
     v, g = page.rows[0].cells

@@ -400,7 +400,7 @@ def _file_items(fv: FileView, parsed, verifier: Any, top: int, on_scoring=None) 
                 ranked = sorted(range(n), key=lambda i: -scores[cand_at + i])
                 # the top sentences the verifier accepts; none accepted: the single best one (shown weak)
                 cand = [i for i in ranked[:top] if scores[cand_at + i] >= threshold] or ranked[:1]
-                cv.highlights = [Highlight(i, float(scores[cand_at + i])) for i in sorted(cand)]
+                cv.highlights = [Highlight(i, shown(float(scores[cand_at + i]))) for i in sorted(cand)]
                 cv.source = "verifier" if cand else "none"
             sentences[si].cites.append(cv)
         md = ans.metadata
