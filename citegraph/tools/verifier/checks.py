@@ -644,11 +644,7 @@ def _pronoun_object(p: _Pair) -> Finding | None:
         j = _first(b.stems, s)
         if _passive_at(b, j) or not any(b.lower[k] in _OBJECT_PRONOUNS for k in range(j + 1, min(len(b.lower), j + 3))):
             continue
-        object_name = set()
-        for k in range(kz, len(c.stems)):  # the whole name ("Marco Bellini")
-            if not _named(c, k, p.premise):
-                break
-            object_name.add(c.stems[k])
+        object_name = _name_span(c, kz, 1, p.premise)  # the whole name ("Marco Bellini")
         jb = next((k for k in range(j - 1, max(-1, j - 4), -1) if _named(b, k, c)), None)
         if jb is not None and b.stems[jb] in object_name and c.stems[ka] in p.premise.stems:
             pron = next(b.tokens[k] for k in range(j + 1, j + 3) if b.lower[k] in _OBJECT_PRONOUNS)
@@ -709,18 +705,6 @@ def _attributes_traded(p: _Pair) -> Finding | None:
                     any(c.lower[m] in _BOUNDARY for m in range(groups[min(a1, a2)][-1], groups[max(a1, a2)][0])):
                 return Finding("role", f"{_show(c, {s1})} and {_show(c, {s2})} trade names: the premise says "
                                        f"{_show(c, {s1})} of {_show(c, {c.stems[k] for k in groups[a2]})}")
-    return None
-    ours, theirs = _owners(c, names), _owners(b, names)
-    lead = {c.stems[g[0]]: g for g in groups}
-    moved = [(s, ours[s], theirs[s]) for s in ours if s in theirs and ours[s] != theirs[s]
-             and ours[s] in lead and theirs[s] in {c.stems[k] for g in groups for k in g}]
-    ants = _antonym_stems()
-    for s1, a1, z1 in moved:
-        for s2, a2, z2 in moved:
-            alike = (s1[0].isdigit() and s2[0].isdigit()) or s2 in ants.get(s1, ())  # two values, or opposites
-            if alike and a1 != a2 and z1 in {c.stems[k] for k in lead[a2]} and z2 in {c.stems[k] for k in lead[a1]}:
-                return Finding("role", f"{_show(c, {s1})} and {_show(c, {s2})} trade names: the premise says "
-                                       f"{_show(c, {s1})} of {_show(c, set(c.stems[k] for k in lead[a2]))}")
     return None
 
 
@@ -907,6 +891,19 @@ _COORD = {"and", "or", "nor", "both", "also", "as", "well", "either"}
 _DETERMINERS = {"the", "a", "an", "its", "their", "his", "her", "our", "this", "that", "these", "those"}
 
 
+def _mostly_kept(ops: list, cw: list[int]) -> bool:
+    """The claim keeps at least four of its premise sentence's words, and 60% of its own words are kept ones."""
+    kept = sum(j2 - j1 for tag, _, _, j1, j2 in ops if tag == "equal")
+    return kept >= 4 and kept >= 0.6 * len(cw)
+
+
+def _kept_around(ops: list, n: int) -> tuple[int, int]:
+    """The number of words kept right before and right after the ``n``-th change of an alignment."""
+    nb = ops[n - 1][4] - ops[n - 1][3] if n > 0 and ops[n - 1][0] == "equal" else 0
+    na = ops[n + 1][4] - ops[n + 1][3] if n + 1 < len(ops) and ops[n + 1][0] == "equal" else 0
+    return nb, na
+
+
 def _name_moved(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | None:
     """A name of the premise put in another name's place: the claim is its aligned premise sentence with the
     names in one slot replaced by names the premise uses elsewhere ("Dr. Samuel Okafor led the team" where
@@ -916,12 +913,10 @@ def _name_moved(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | 
     beating Argentina"; a list, "in Paris and Berlin", is left alone). ``cw``/``bw``: the word tokens of the
     claim and of its premise sentence, ``ops``: their alignment (:func:`_swap`)."""
     c, b = p.claim, p.best
-    kept = sum(j2 - j1 for tag, _, _, j1, j2 in ops if tag == "equal")
-    if kept < 4 or kept < 0.6 * len(cw):
+    if not _mostly_kept(ops, cw):
         return None
     for n, (tag, i1, i2, j1, j2) in enumerate(ops):
-        nb = ops[n - 1][4] - ops[n - 1][3] if n > 0 and ops[n - 1][0] == "equal" else 0  # words kept before
-        na = ops[n + 1][4] - ops[n + 1][3] if n + 1 < len(ops) and ops[n + 1][0] == "equal" else 0  # and after
+        nb, na = _kept_around(ops, n)
         # a slot is known by the words around it: at least three kept, some after it, some before unless it opens
         # (or none after it where it ends the claim and at least two words come before)
         slot = (na >= 1 and nb + na >= 3 and (nb >= 1 or (i1 == 0 and j1 == 0))) or (na == 0 and j2 == len(cw) and nb >= 2)
@@ -945,7 +940,6 @@ def _name_moved(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | 
                     and (any(_pivot(b, k) and b.lower[k - 1] not in _DETERMINERS for k in gone)
                          or any(b.lower[k] in ("and", "but", "while", "whereas") and b.lower[k + 1] in _DETERMINERS
                                 and b.tokens[k - 1] == "," for k in gone[1:-1]))  # a new clause: ", and a smaller part"
-
                     and not {b.lower[k] for k in gone[-2:]} & _COORD):
                 return Finding("swap", f"the claim has {c.tokens[moved]!r} where its premise sentence has "
                                        f"{b.tokens[gone[0]]!r} ({b.tokens[gone[0]]!r} ... {c.tokens[moved]!r} left out)")
@@ -958,16 +952,14 @@ def _number_moved(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding 
     something else ("patients taking the drug had 1.4 fewer migraine days" where the sentence says 3.1 and
     the next says the placebo group had 1.4). ``cw``/``bw``/``ops``: as for :func:`_name_moved`."""
     c, b = p.claim, p.best
-    kept = sum(j2 - j1 for tag, _, _, j1, j2 in ops if tag == "equal")
-    if kept < 4 or kept < 0.6 * len(cw):
+    if not _mostly_kept(ops, cw):
         return None
     elsewhere = {t.tokens[k].replace(",", "") for t in p.sents if t is not b for k in range(len(t.tokens))
                  if t.tokens[k][0].isdigit()}
     for n, (tag, i1, i2, j1, j2) in enumerate(ops):
         if tag != "replace" or i2 - i1 > 3 or j2 - j1 > 3:
             continue
-        nb = ops[n - 1][4] - ops[n - 1][3] if n > 0 and ops[n - 1][0] == "equal" else 0
-        na = ops[n + 1][4] - ops[n + 1][3] if n + 1 < len(ops) and ops[n + 1][0] == "equal" else 0
+        nb, na = _kept_around(ops, n)
         if not (nb >= 2 and na >= 1 or nb >= 1 and na >= 2):
             continue
         theirs = [b.tokens[bw[k]].replace(",", "") for k in range(i1, i2) if b.tokens[bw[k]][0].isdigit()]
