@@ -212,3 +212,11 @@ def test_print_answer_reads_the_evidence_against_the_threshold_as_shown():
     print_answer(out, console=Console(file=buf, width=200))
     text = buf.getvalue()
     assert "supported 0.63" in text and "no sentence alone entails it" not in text
+
+
+def test_temperature_scaling_keeps_the_side_of_one_half_at_any_temperature():
+    from citegraph.tools.verifier.base import temperature_scaled
+
+    assert temperature_scaled(0.9, 1e-4) == pytest.approx(1.0) and temperature_scaled(0.1, 1e-4) == pytest.approx(0.0)
+    assert temperature_scaled(0.5, 1e-4) == pytest.approx(0.5)
+    assert 0.5 < temperature_scaled(0.9, 1.79) < 0.9 and 0.1 < temperature_scaled(0.1, 1.79) < 0.5

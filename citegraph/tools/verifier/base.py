@@ -31,7 +31,8 @@ def logit(p: float) -> float:
 def temperature_scaled(p: float, temperature: float) -> float:
     """A binary score as if the model's logit had been divided by ``temperature`` (the same side of 0.5,
     the same order)."""
-    return 1 / (1 + math.exp(-logit(p) / temperature))
+    z = logit(p) / temperature
+    return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))  # no overflow at any temperature
 
 
 @dataclass
