@@ -67,6 +67,8 @@ def parse_args(argv=None):
     ap.add_argument("--factcg", type=int, default=0, help="add N FactCG synthetic pairs with a document (extra/factcg; -1 = all)")
     ap.add_argument("--long-premise", type=int, default=0,
                     help="add N pairs whose premise sits in the middle of 150-380 words of other premises")
+    ap.add_argument("--sub-claims", type=int, default=0,
+                    help="add N supported claims made by shortening a premise sentence (a cut clause, aside or conjunct)")
     ap.add_argument("--checkpoint-every", type=int, default=200,
                     help="save a resumable checkpoint (model, optimizer, schedule, step) every N steps to OUT/checkpoint")
     ap.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint (same arguments)")
@@ -362,7 +364,8 @@ def main(argv=None) -> int:
     minimal, by_minimal = (verifier_data.minimal_pair_negatives(train_rows, args.minimal_pairs, rng)
                            if args.minimal_pairs else ([], {}))
     long_rows = verifier_data.long_premises(attr_train + fever, args.long_premise, rng) if args.long_premise else []
-    train_rows += synthetic + minimal + long_rows
+    subs = verifier_data.sub_claims(train_rows, args.sub_claims, rng) if args.sub_claims else []
+    train_rows += synthetic + minimal + long_rows + subs
 
     def counts(rows):
         c = collections.Counter(r["y"] for r in rows)
@@ -380,6 +383,7 @@ def main(argv=None) -> int:
         "factcg": counts(factcg),
         "minimal_pair_negatives": {"total": len(minimal), "by_rule": by_minimal},
         "long_premise": counts(long_rows),
+        "sub_claims": counts(subs),
         "train_total": counts(train_rows),
         "partially_supported_in_train": args.partial,
     }

@@ -373,3 +373,86 @@ def long_premises(rows: list[dict], n: int, rng: random.Random, max_words: int =
                 (before if rng.random() < 0.5 else after).append(o)
         out.append({**r, "premise": " ".join(before + [r["premise"]] + after), "source": "synthetic/long_premise"})
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Supported claims shorter than their premise sentence. A model trained with "added detail" and
+# "entity swap" negatives learns that a claim whose words are not contiguous in the premise is
+# unsupported, and starts rejecting "Paris is the capital of France." from "Paris is the capital and
+# most populous city of France."; these positives teach that a claim may say less than its sentence.
+_CLAUSE_CUT = re.compile(r",\s+(?:which|who|whose|where|and|while|whereas|making|leading|including|as well as)\s")
+_ASIDE = re.compile(r",\s+(?!(?:unless|if|except|although|though|not|no|never|without|but|or|nor|only)\b)"
+                    r"([^,;:()]{3,60}?),\s+")
+_LEAD = re.compile(r"^(?:In|On|By|During|After|Before|Since|Since the|Between|From|At)\s[^,]{2,40},\s+(?=[A-Z])")
+_COORD = re.compile(r"\b(the|a|an|its|his|her|their)\s+((?:\w+\s){0,2}?\w+)\s+and\s+((?:\w+\s){0,2}?\w+)\s+(of|in|for)\s")
+_NEGATING = re.compile(r"\b(?:not|no|never|n't|without|neither|nor|unless|except|only|if|may|might|could|"
+                       r"would|claimed|alleged|reportedly|rumou?red|denied|false)\b", re.I)
+
+
+def _sentence_like(text: str) -> bool:
+    ws = text.split()
+    return 5 <= len(ws) <= 40 and text[:1].isupper() and any(_VERB.search(" " + w) or _AUX.search(w) for w in ws)
+
+
+_FUNCTION = {"of", "in", "on", "at", "to", "for", "the", "a", "an", "and", "or", "by", "with", "from", "as"}
+_SUBORDINATE = re.compile(r"^(?:Despite|Although|Though|While|When|Whenever|If|Unless|Because|As|Since|"
+                          r"After|Before|Until|Once|Whereas|With|Without|For|By|To|That|Which|Who)\b")
+_AUX_WORD = re.compile(r"\b(?:is|are|was|were|be|been|has|have|had|will|can|does|did)\b")
+
+
+def shorten(sentence: str, rng: random.Random) -> str | None:
+    """One supported claim made from a sentence by saying less: the clause after ", which/and/..." cut,
+    an aside between commas dropped, a leading time or place phrase dropped ("In 1998, "), or one of two
+    coordinated nouns kept ("the capital and most populous city of" → "the capital of"). ``None`` when
+    no cut keeps a plain sentence, or the sentence hedges or negates (a cut could change what it
+    asserts), or opens with a subordinate clause (a cut could leave only the condition)."""
+    s = " ".join(sentence.split())
+    if (_NEGATING.search(s) or not s.endswith(".") or "\n" in s or _SUBORDINATE.match(s)
+            or s.count("(") or s.count(";")):
+        return None
+    cuts = []
+    m = _CLAUSE_CUT.search(s)
+    if m and m.start() > 20 and s[: m.start()].count(",") == 0:
+        cuts.append(s[: m.start()] + ".")
+    m = _ASIDE.search(s)
+    if (m and s.count(",") == 2 and m.start() > 3 and not re.search(r"\b(?:and|or)\b|\d", m.group(1))
+            and not _AUX_WORD.search(m.group(1)) and not s[m.start() - 1].isdigit()):
+        cuts.append(s[: m.start()] + " " + s[m.end():])
+    m = _LEAD.match(s)
+    if m and re.search(r"\d|^\w+\s+(?:the\s+)?[A-Z]", m.group(0)) and s.count(",") == 1:
+        rest = s[m.end():]
+        cuts.append(rest[:1].upper() + rest[1:])
+    m = _COORD.search(s)
+    if m and not (set(m.group(2).split()) | set(m.group(3).split())) & _FUNCTION:
+        keep = m.group(2) if rng.random() < 0.5 else m.group(3)
+        cuts.append(s[: m.start()] + f"{m.group(1)} {keep} {m.group(4)} " + s[m.end():])
+    cuts = [c for c in cuts if _sentence_like(c) and c != s and len(c.split()) <= len(s.split()) - 2
+            and not _SUBORDINATE.match(c)]
+    return rng.choice(cuts) if cuts else None
+
+
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+
+
+def sub_claims(rows: list[dict], n: int, rng: random.Random) -> list[dict]:
+    """Up to ``n`` supported pairs: a premise of ``rows`` (any label: the premise is text, the claim is
+    made from it) and one of its sentences shortened by :func:`shorten`. At most one per premise."""
+    seen, out = set(), []
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    for i in order:
+        if len(out) >= n:
+            break
+        premise = rows[i]["premise"]
+        if premise in seen or len(premise.split()) > 400:
+            continue
+        seen.add(premise)
+        sents = [x for x in _SPLIT.split(premise) if 8 <= len(x.split()) <= 60]
+        rng.shuffle(sents)
+        for sent in sents[:3]:
+            claim = shorten(sent, rng)
+            if claim:
+                out.append({"premise": premise, "hypothesis": claim, "label": "synthetic_entailed",
+                            "source": "synthetic/sub_claim", "y": 1})
+                break
+    return out

@@ -229,6 +229,30 @@ def test_minimal_pair_negatives_change_one_thing_and_keep_their_pair():
     assert vd.number("x", "COVID-19 spread.", random.Random(1)) is None  # a name's digits are not a number
 
 
+def test_sub_claims_say_less_than_their_sentence_and_never_drop_a_hedge():
+    vd = _load_script("verifier_data")
+    kept = {vd.shorten("Paris is the capital and most populous city of France.", random.Random(s)) for s in range(8)}
+    assert kept == {"Paris is the capital of France.", "Paris is the most populous city of France."}
+    assert vd.shorten("The bridge, a steel arch, was opened to traffic by the mayor.", random.Random(0)) == \
+        "The bridge was opened to traffic by the mayor."
+    assert vd.shorten("In 1998, Arsenal moved its stadium to the northern edge of town.", random.Random(0)) == \
+        "Arsenal moved its stadium to the northern edge of town."
+    assert vd.shorten("The river flooded the lower town in spring, which forced the council to rebuild.",
+                      random.Random(0)) == "The river flooded the lower town in spring."
+    # a cut that could change what the sentence asserts is not made
+    assert vd.shorten("The drug, unless taken with food, causes nausea in most adult patients.", random.Random(0)) is None
+    assert vd.shorten("The vaccine did not protect infants, which surprised the team of doctors.", random.Random(0)) is None
+    assert vd.shorten("If it rains, the match in the old stadium will be moved to Sunday.", random.Random(0)) is None
+    assert vd.shorten("In countries where people drive on the left, the driver sits on the right.", random.Random(0)) is None
+    assert vd.shorten("Earth Day is Saturday, April 22, but the university celebrates all month.", random.Random(0)) is None
+    rows = [{"premise": "The bridge, a steel arch, was opened to traffic by the mayor. It cost 3 million.", "y": 0},
+            {"premise": "The bridge, a steel arch, was opened to traffic by the mayor. It cost 3 million.", "y": 1},
+            {"premise": "Short.", "y": 1}]
+    out = vd.sub_claims(rows, 10, random.Random(0))
+    assert [(r["hypothesis"], r["y"], r["source"]) for r in out] == [
+        ("The bridge was opened to traffic by the mayor.", 1, "synthetic/sub_claim")]  # one per premise
+
+
 def test_fever_test_split_is_refused_for_training(tmp_path):
     vd = _load_script("verifier_data")
     f = tmp_path / "test.txt"
@@ -269,7 +293,7 @@ def test_training_script_smoke_run_checkpoints_and_resumes(tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, str(REPO / "scripts" / "train_verifier.py"), "--data", str(data), "--out", str(out),
            "--base", str(REPO / "citegraph" / "assets" / "verifier"), "--nli", "20", "--fever", "-1", "--factcg", "-1",
-           "--minimal-pairs", "20", "--long-premise", "5", "--max-len", "64", "--batch", "8", "--max-steps", "3",
+           "--minimal-pairs", "20", "--long-premise", "5", "--sub-claims", "5", "--max-len", "64", "--batch", "8", "--max-steps", "3",
            "--checkpoint-every", "2", "--threads", "1", "--pair-margin", "1.0"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
@@ -278,6 +302,7 @@ def test_training_script_smoke_run_checkpoints_and_resumes(tmp_path):
     counts = info["data_counts"]
     assert counts["fever_nli_dev"]["total"] == 20 and counts["factcg"]["total"] == 10
     assert counts["minimal_pair_negatives"]["total"] > 0 and info["steps"] == 3
+    assert counts["sub_claims"]["total"] == 5 and counts["sub_claims"]["entailed"] == 5
     assert (out / "checkpoint" / "trainer_state.pt").exists() and (out / "model.safetensors").exists()
     again = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
