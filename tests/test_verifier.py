@@ -529,6 +529,18 @@ def test_heldout_split_is_reproducible_and_excludes_expertqa():
     assert len({attr[i]["source"] for i in held}) == len({r["source"] for r in attr}) - 1  # every source
 
 
+def test_bf16_is_native_only_with_amx_or_avx512_bf16(tmp_path):
+    spec = importlib.util.spec_from_file_location("train_verifier", REPO / "scripts" / "train_verifier.py")
+    tv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tv)
+    info = tmp_path / "cpuinfo"
+    info.write_text("flags\t: fpu sse2 avx2 avx512f avx512bw\n")
+    assert not tv.cpu_has_bf16(str(info))  # AVX-512 alone emulates bf16: 0.13 against fp32's 0.48 steps/s here
+    info.write_text("flags\t: fpu avx512f avx512_bf16 amx_tile amx_bf16\n")
+    assert tv.cpu_has_bf16(str(info))
+    assert tv.cpu_has_bf16(str(tmp_path / "absent"))  # unknown: the user's flag is trusted
+
+
 def test_synthetic_hard_negatives_change_one_detail_of_an_entailed_pair():
     spec = importlib.util.spec_from_file_location("train_verifier", REPO / "scripts" / "train_verifier.py")
     tv = importlib.util.module_from_spec(spec)
