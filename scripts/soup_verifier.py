@@ -2,10 +2,13 @@
 """Average the weights of sibling verifier runs (a uniform "model soup", Wortsman et al. 2022).
 
     python scripts/soup_verifier.py --out citegraph/assets/verifier run4 run5 run6
+    python scripts/soup_verifier.py --out v2 citegraph/assets/verifier run6     # a run and its parent
 
 Each input is an output folder of scripts/train_verifier.py. The runs must continue the same
 parent (``--base``) with other data orders, so their weights lie in one basin and their mean is a
-model of its own (a soup of unrelated runs is not). The inputs must share the held-out split and
+model of its own (a soup of unrelated runs is not). Or the first input is that parent and the others
+continue it: the mean then lies halfway between the parent and its fine-tuned child (WiSE-FT,
+Wortsman et al. 2022), which keeps much of what the child learned and of what the parent knew. The inputs must share the held-out split and
 the sequence length; the script refuses otherwise. The soup costs nothing at inference: one model,
 the same size and speed as each input.
 
@@ -57,8 +60,10 @@ def main(argv=None) -> int:
         print("the runs differ in inference settings (max_length ...): not one model family", file=sys.stderr)
         return 2
     parents = {json.dumps(i.get("continued_from"), sort_keys=True) for i in infos}
-    if len(parents) != 1 or infos[0].get("continued_from") is None:
-        print("the runs must continue the same parent run (--base): weights of unrelated runs do not average",
+    with_parent = all(i.get("continued_from") == infos[0] for i in infos[1:])
+    if not with_parent and (len(parents) != 1 or infos[0].get("continued_from") is None):
+        print("the runs must continue the same parent run (--base), or continue the first: weights of "
+              "unrelated runs do not average",
               file=sys.stderr)
         return 2
 
@@ -82,7 +87,8 @@ def main(argv=None) -> int:
     digests = [hashlib.sha256((r / "model.safetensors").read_bytes()).hexdigest() for r in runs]
     info = {
         "base_model": infos[0]["base_model"],
-        "soup": "uniform mean of the weights of the runs below (fp32 mean, saved fp16)",
+        "soup": ("uniform mean of the weights of the runs below, the first the parent of the others (WiSE-FT)"
+                 if with_parent else "uniform mean of the weights of the runs below") + " (fp32 mean, saved fp16)",
         "continued_from": infos[0]["continued_from"],
         "runs": [{**{k: v for k, v in i.items() if k != "continued_from"}, "model_sha256": d}
                  for i, d in zip(infos, digests)],

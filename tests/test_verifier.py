@@ -600,6 +600,17 @@ def test_soup_averages_sibling_runs_and_refuses_unrelated_ones(tmp_path):
     (runs[1] / "heldout_split.json").write_text(json.dumps({"seed": 14, "lines": [2]}))
     assert sv.main(["--out", str(tmp_path / "bad"), *map(str, runs)]) == 2
     assert not (tmp_path / "bad").exists()
+    # a run and the parent it continued (WiSE-FT): the first input is the parent
+    parent_info = {"base_model": "tiny", "continued_from": {"steps": 7}, "train_seconds": 10.0}
+    (runs[0] / "training_info.json").write_text(json.dumps(parent_info))
+    (runs[1] / "training_info.json").write_text(json.dumps(
+        {"base_model": "tiny", "continued_from": parent_info, "train_seconds": 3.0}))
+    (runs[1] / "heldout_split.json").write_text(json.dumps({"seed": 13, "lines": [1, 5]}))
+    assert sv.main(["--out", str(tmp_path / "wise"), *map(str, runs)]) == 0
+    info = json.loads((tmp_path / "wise" / "training_info.json").read_text())
+    assert "WiSE-FT" in info["soup"] and info["train_seconds"] == 13.0
+    assert load_file(str(tmp_path / "wise" / "model.safetensors"))["classifier.bias"].tolist() == [1.0, 3.0]
+    assert sv.main(["--out", str(tmp_path / "bad2"), str(runs[1]), str(runs[0])]) == 2  # child first: refused
 
 
 def test_empty_premise_is_never_entailed_and_costs_no_model_call():
