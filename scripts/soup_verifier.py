@@ -8,9 +8,9 @@ Each input is an output folder of scripts/train_verifier.py. The runs must conti
 parent (``--base``) with other data orders, so their weights lie in one basin and their mean is a
 model of its own (a soup of unrelated runs is not). Or the first input is that parent and the others
 continue it: the mean then lies halfway between the parent and its fine-tuned child (WiSE-FT,
-Wortsman et al. 2022), which keeps much of what the child learned and of what the parent knew. The inputs must share the held-out split and
-the sequence length; the script refuses otherwise. The soup costs nothing at inference: one model,
-the same size and speed as each input.
+Wortsman et al. 2022), which keeps much of what the child learned and of what the parent knew.
+The inputs must share the held-out split and the sequence length; the script refuses otherwise.
+The soup costs nothing at inference: one model, the same size and speed as each input.
 
 Writes fp16 safetensors, the tokenizer, ``inference.json`` and ``heldout_split.json`` of the
 first input, and a ``training_info.json`` recording every input's own training record. It does
