@@ -57,6 +57,7 @@ from citegraph.run.datasets import Item, load_items  # noqa: E402
 from citegraph.run.runner import answer_item, make_record  # noqa: E402
 from citegraph.state import AttributedAnswer  # noqa: E402
 from citegraph.state.base import CliText  # noqa: E402
+from citegraph.tools.models import reset_local_models  # noqa: E402
 from citegraph.tools.verifier import get_verifier  # noqa: E402
 
 MODES = ("off", "repair", "strict")
@@ -146,6 +147,7 @@ def generate(label: str, method: str, over: dict, items, llm: str, out: Path, ve
                 from bench_squai import top10
 
                 it = Item(id=it.id, question=it.question, documents=top10(it.question, [], index), raw=it.raw)
+            reset_local_models()  # as the runner does: an item's answer must not depend on the item before it
             t0 = time.perf_counter()
             ans, usage = answer_item(graph, it, ctx)
             row = {"id": it.id, "answer": ans.model_dump(mode="json"), "usage": usage,
