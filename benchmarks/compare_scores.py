@@ -8,6 +8,9 @@ rows of the same answers (say the stage run with two verifiers, scored by the sa
         runs/stage60_asqa/rag_free/hf-classifier__tmp_v1verifier/scores_repair_llm-judge_local.json \\
         runs/stage60_asqa/rag_free/default/scores_repair_llm-judge_local.json --metric citation_f1
 
+Several files joined by commas on each side are pooled, the k-th file of A paired with the k-th of B
+(say the free and the constrained answers of one run).
+
 Prints one line: n, mean of A, mean of B, mean of A − B [95% interval], items where A > B, A < B.
 Only the items both files hold are compared (the line says how many); none in common is an error.
 The means are of the per-item values: for citation F1 they differ a little from the tables', whose F1
@@ -23,7 +26,12 @@ import sys
 from pathlib import Path
 
 
-def load(path: str, metric: str) -> dict[str, float]:
+def load(paths: str, metric: str) -> dict[str, float]:
+    """Per-item values of ``metric`` from one scores file or several joined by commas (ids keyed by file)."""
+    parts = [x for x in paths.split(",") if x]
+    if len(parts) > 1:
+        return {f"{k}:{i}": v for k, part in enumerate(parts) for i, v in load(part, metric).items()}
+    path = parts[0] if parts else paths
     p = Path(path)
     if not p.is_file():
         raise SystemExit(f"error: no such scores file: {path}")
@@ -48,12 +56,15 @@ def paired(a: list[float], b: list[float], n_resamples: int = 2000, seed: int = 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("a", help="scores file A")
-    ap.add_argument("b", help="scores file B")
+    ap.add_argument("a", help="scores file A (several: joined by commas, pooled)")
+    ap.add_argument("b", help="scores file B (as many files as A, in the same order)")
     ap.add_argument("--metric", default="citation_f1", help="per-item field to compare (default citation_f1)")
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    if args.a.count(",") != args.b.count(","):
+        print("error: A and B must name as many files each (joined by commas)", file=sys.stderr)
+        return 2
     sa, sb = load(args.a, args.metric), load(args.b, args.metric)
     ids = [i for i in sa if i in sb]
     if not ids:

@@ -44,3 +44,15 @@ def test_bad_input_is_one_clear_error(tmp_path, capsys):
     b = _scores(tmp_path / "b.json", {"q2": 1.0})
     assert compare_scores.main([a, b]) == 2
     assert "share no item" in capsys.readouterr().err
+
+
+def test_files_joined_by_commas_are_pooled_in_order(tmp_path, capsys):
+    a1 = _scores(tmp_path / "a1.json", {"q1": 100.0, "q2": 0.0})
+    a2 = _scores(tmp_path / "a2.json", {"q1": 20.0})
+    b1 = _scores(tmp_path / "b1.json", {"q1": 50.0, "q2": 0.0})
+    b2 = _scores(tmp_path / "b2.json", {"q1": 80.0})
+    assert compare_scores.main([f"{a1},{a2}", f"{b1},{b2}"]) == 0
+    line = capsys.readouterr().out
+    assert "n 3 (A 3, B 3)" in line and "A > B on 1, A < B on 1, equal on 1" in line
+    assert compare_scores.main([f"{a1},{a2}", b1]) == 2
+    assert "as many files" in capsys.readouterr().err
