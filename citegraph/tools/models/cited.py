@@ -57,13 +57,6 @@ def _repeat(item: str, lo: int, hi: int) -> str:
     return f" ({item}){{{lo}}}" if lo == hi else f" ({item}){{{lo},{hi}}}"
 
 
-#: abbreviations whose period may sit inside a grammar sentence: titles, "Saint"/"Fort", companies, "No."
-#: and "vs.", each one NLTK's English punkt tables list (or, for "No.", keep before a number), so the
-#: sentence splitter does not cut the sentence there either ("Mt." is not listed there: left out)
-_TITLE_ABBREVIATIONS = ("St", "Ft", "Mr", "Mrs", "Ms", "Dr", "Jr", "Sr", "Prof", "Gen", "Sen", "Rep", "Lt", "Col",
-                        "Inc", "Co", "Ltd", "Corp", "Bros", "Ave", "No", "vs")
-
-
 def citation_grammar(n_docs: int, *, min_sentences: int = 1, max_sentences: int = 5, max_citations: int = 2,
                      min_chars: int = 15, max_chars: int = 300) -> str:
     """A GBNF grammar for ``min_sentences``..``max_sentences`` sentences, each ending with 1 to
@@ -81,15 +74,9 @@ def citation_grammar(n_docs: int, *, min_sentences: int = 1, max_sentences: int 
     "Phelps.James and Oliver ...", "Garfunkel._document", "final.илась Jamaican": 9 of 19 SQuAI
     sentences on ASQA-like data. A body that allowed "?" let it write "But where does all that trash
     come from? Most of it ... [2]." as one grammar sentence, which the sentence splitter cut in two,
-    the question left uncited: a question now ends its own sentence and cites ("... from? [2]").
-    A title or a company's abbreviation ("St. John's", "Martin Luther King Jr.", "No. 1", "Apple Inc.";
-    :data:`_TITLE_ABBREVIATIONS`, each one the sentence splitter also reads as an abbreviation) keeps
-    its period inside the sentence: before, the model had to end the sentence there and cite, and
-    "Villanova beat St. [1] John's in the 2017-18 tournament. [1]" became two fragments (3 of 60 ASQA
-    answers of `rag`'s grammar at 1d283d1)."""
+    the question left uncited: a question now ends its own sentence and cites ("... from? [2]")."""
     if n_docs < 1:
         raise ValueError("a citation grammar needs at least one document")
-    abbrev = " | ".join(f'"{a}."' for a in _TITLE_ABBREVIATIONS)
     lo, hi = max(1, min_sentences), max(1, max_sentences, min_sentences)
     k = max(1, max_citations)
     nums = " | ".join(_gbnf_literal(str(i)) for i in range(1, n_docs + 1))
@@ -97,7 +84,7 @@ def citation_grammar(n_docs: int, *, min_sentences: int = 1, max_sentences: int 
     return "\n".join([
         "root ::= sent" + _repeat('" " sent', lo - 1, hi - 1),
         'sent ::= [A-Z0-9"] body (cite end | end cite)',
-        f"body ::= ([^.?!\\[\\]\\n] | \".\" [0-9] | \".\" [A-Za-z] \".\" | {abbrev}){{{body_lo},{body_hi}}}",
+        f"body ::= ([^.?!\\[\\]\\n] | \".\" [0-9] | \".\" [A-Za-z] \".\"){{{body_lo},{body_hi}}}",
         'end ::= "." | "?" | "!"',
         'cite ::= " [" num "]"' + _repeat('" [" num "]"', 0, k - 1),
         f"num ::= {nums}",
