@@ -30,7 +30,10 @@ ABBREVIATIONS = ("St", "Ft", "Mr", "Mrs", "Ms", "Dr", "Jr", "Sr", "Prof", "Gen",
 
 def with_abbreviations(gbnf: str) -> str:
     alts = " | ".join(f'"{a}."' for a in ABBREVIATIONS)
-    return gbnf.replace('"." [A-Za-z] "."){', f'"." [A-Za-z] "." | {alts}){{')
+    anchor = '"." [A-Za-z] "."){'
+    if anchor not in gbnf:  # the shipped body changed: say so rather than time the same grammar twice
+        raise SystemExit(f"error: the citation grammar's body no longer ends with {anchor!r}")
+    return gbnf.replace(anchor, f'"." [A-Za-z] "." | {alts}){{')
 
 
 def ms_per_token(llm, gbnf: str, text: str) -> float:

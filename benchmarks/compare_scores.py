@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from citegraph.eval.scoring import bootstrap  # noqa: E402
 
 
 def load(paths: str, metric: str) -> dict[str, float]:
@@ -47,11 +50,10 @@ def load(paths: str, metric: str) -> dict[str, float]:
 
 
 def paired(a: list[float], b: list[float], n_resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of a − b and its 95% percentile bootstrap interval over the pairs."""
+    """Mean of a − b and its 95% percentile bootstrap interval over the pairs (the evaluator's bootstrap)."""
     d = [x - y for x, y in zip(a, b)]
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choice(d) for _ in d) / len(d) for _ in range(n_resamples))
-    return sum(d) / len(d), means[int(0.025 * n_resamples)], means[int(0.975 * n_resamples) - 1]
+    lo, hi = bootstrap([{"d": x} for x in d], n_resamples=n_resamples, seed=seed)["d"]
+    return sum(d) / len(d), lo, hi
 
 
 def main(argv: list[str] | None = None) -> int:
