@@ -9,9 +9,14 @@ from outside, and takes at most 64 MiB per call. So the run has three steps:
     #    checker needs (its layers, and only the embedding rows of tokens the pairs use), in parts
     #    of at most --part-mb that travel one call each
     python scripts/train_lm_checker.py payload --out .lmgpu --layers 12
-    # 2. there: each part copied to one folder (a call each), then the last call trains and scores
+    # 2. there: each part copied to one folder (a call each), then the last call trains and scores;
+    #    scripts/train_lm_checker_gpu.sh does this, two variants (--parts base / all) side by side
     python scripts/train_lm_checker.py train --payload /tmp/lmpay --out $OUT --device cuda --time-budget 4
     # 3. here: the returned adapter becomes the asset (citegraph/assets/verifier_lm)
+
+The repository's own tracked files travel with every call and count towards its 64 MiB: take the two
+weight files out of the index for the calls (``git rm --cached`` them and ignore them in
+``.git/info/exclude``; ``git reset`` them afterwards), or a 56 MiB part does not fit.
 
 Rehearse step 2 on the CPU first: ``train --payload .lmgpu/all --device cpu --max-steps 2 --batch 2
 --eval-max 16``. Nothing here reads the sets kept apart for acceptance (../shared/data/README.md): the
@@ -63,6 +68,11 @@ def parse_args(argv=None):
     p.add_argument("--nli", type=int, default=60000, help="NLI pool pairs sampled into training (-1 = all)")
     p.add_argument("--minimal-pairs", type=int, default=16000, help="rule-made minimal-pair negatives")
     p.add_argument("--long-premise", type=int, default=3000)
+    p.add_argument("--recipe", choices=("v1", "v2"), default="v2", help="v1: the rows above (the shipped adapter's); "
+                   "v2: those rows, then extra rows marked part=extra (train --parts chooses)")
+    p.add_argument("--extra-hard", type=int, default=8000, help="v2: role-swap and negation negatives from unused pairs")
+    p.add_argument("--extra-long", type=int, default=4000, help="v2: those and their supported pairs in long premises")
+    p.add_argument("--sub-claims", type=int, default=3000, help="v2: supported claims shorter than their sentence")
     p.add_argument("--fever-sample", type=int, default=2000, help="FEVER-NLI test pairs scored (seed 0)")
     p.add_argument("--part-mb", type=float, default=56.0, help="MiB per part (one call carries one)")
     p.add_argument("--pairs", default="", help="JSON lines {split: train|eval, set, group, premise, claim, y} "
@@ -83,6 +93,8 @@ def parse_args(argv=None):
     t.add_argument("--max-steps", type=int, default=0)
     t.add_argument("--eval-max", type=int, default=0, help="score at most N pairs per evaluation set (0 = all)")
     t.add_argument("--train-max", type=int, default=0, help="train on a sample of N pairs (0 = all; for rehearsals)")
+    t.add_argument("--parts", choices=("base", "all"), default="all", help="train on the payload's base rows "
+                   "(recipe v1) or on all of them (v2's extra rows too)")
     t.add_argument("--seed", type=int, default=SEED)
     t.add_argument("--workers", type=int, default=8, help="processes that tokenize")
     return ap.parse_args(argv)
@@ -106,7 +118,7 @@ def training_rows(data: Path, args, rng: random.Random) -> tuple[list[dict], dic
     rows = attr_train + nli + fever + factcg
     minimal, by_rule = vd.minimal_pair_negatives(rows, args.minimal_pairs, rng)
     long_rows = vd.long_premises(attr_train + fever, args.long_premise, rng)
-    rows = [{"premise": r["premise"], "claim": r["hypothesis"], "y": int(r["y"])} for r in rows + minimal + long_rows]
+    base = rows + minimal + long_rows
 
     def count(rs):
         c = collections.Counter(r["y"] for r in rs)
@@ -114,7 +126,32 @@ def training_rows(data: Path, args, rng: random.Random) -> tuple[list[dict], dic
 
     counts = {"attribution_train": count(attr_train), "nli": count(nli), "fever_nli_dev": count(fever),
               "factcg": count(factcg), "minimal_pair_negatives": {"total": len(minimal), "by_rule": by_rule},
-              "long_premise": count(long_rows), "total": count(rows), "heldout_seed": SEED}
+              "long_premise": count(long_rows), "total": count(base), "heldout_seed": SEED}
+    extra = []
+    if args.recipe == "v2":  # after the v1 rows, from a generator of its own: the v1 rows stay as they were
+        xrng = random.Random(SEED + 1)
+        # more of the two rules the checker missed most (role swaps 33%, negations 55% at 797d400): role
+        # swaps fit few claims, so every supported pair is tried again and a negative v1 already has is
+        # dropped
+        have = {(r["premise"], r["hypothesis"]) for r in minimal}
+        hard, _ = vd.minimal_pair_negatives(rows, args.extra_hard, xrng, rules=("role_swap", "negation"))
+        hard = [r for r in hard if (r["premise"], r["hypothesis"]) not in have]
+        hard_by_rule = dict(collections.Counter(r["source"].split("/")[-1] for r in hard))
+        # those negatives and the supported pairs they came from, inside 150-380 words of other premises
+        # (a negation two sentences from the claim's subject: "eased symptoms in adults. It had no
+        # effect in children" -> "eased symptoms in children")
+        hard_long = vd.long_premises([{**r, "source": "hard"} for r in hard]
+                                     + [{**rows[r["pair_of"]], "source": "hard"} for r in hard],
+                                     args.extra_long, xrng)
+        # supported claims that say less than their sentence (a paraphrase by omission)
+        subs = vd.sub_claims(attr_train + fever + nli, args.sub_claims, xrng)
+        extra = hard + hard_long + subs
+        counts["v2_extra"] = {"hard_negatives": {"total": len(hard), "by_rule": hard_by_rule},
+                              "hard_long_premise": count(hard_long), "sub_claims": count(subs),
+                              "total": count(extra), "seed": SEED + 1}
+    rows = ([{"premise": r["premise"], "claim": r["hypothesis"], "y": int(r["y"]), "part": "base"} for r in base]
+            + [{"premise": r["premise"], "claim": r["hypothesis"], "y": int(r["y"]), "part": "extra"} for r in extra])
+    counts["recipe"] = args.recipe
     return rows, counts
 
 
@@ -152,7 +189,8 @@ def payload(args) -> int:
     rng = random.Random(SEED)
     if args.pairs:
         given = [json.loads(line) for line in Path(args.pairs).read_text(encoding="utf-8").splitlines() if line.strip()]
-        train = [{k: r[k] for k in ("premise", "claim", "y")} for r in given if r["split"] == "train"]
+        train = [{"part": r.get("part", "base"), **{k: r[k] for k in ("premise", "claim", "y")}}
+                 for r in given if r["split"] == "train"]
         evals = [{k: r.get(k, "") for k in ("set", "group", "premise", "claim", "y")} for r in given if r["split"] == "eval"]
         counts = {"pairs_file": Path(args.pairs).name, "total": len(train)}
     else:
@@ -314,7 +352,7 @@ def train(args) -> int:
     pad = tok.pad_token_id if tok.pad_token_id is not None else info["yes_no"][1]
     with lzma.open(folder / "pairs.jsonl.xz", "rt", encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]
-    train_rows = [r for r in rows if r["split"] == "train"]
+    train_rows = [r for r in rows if r["split"] == "train" and (args.parts == "all" or r.get("part", "base") == "base")]
     eval_rows = [r for r in rows if r["split"] == "eval"]
     if args.train_max:
         train_rows = random.Random(2).sample(train_rows, min(len(train_rows), args.train_max))
@@ -425,7 +463,7 @@ def train(args) -> int:
     card = {"base_gguf": info["gguf"], "layers": info["layers"], "max_len": args.max_len, "prompt":
             [lm.PROMPT_HEAD, lm.PROMPT_MID, lm.PROMPT_TAIL], "lora": {"r": args.rank, "lora_alpha": args.alpha,
             "target_modules": sorted(cfg.target_modules)}, "args": vars(args), "data_counts": info["counts"],
-            "steps": step, "skipped_nonfinite": skipped, "train_seconds": round(train_s, 1), "device": torch.cuda.get_device_name()
+            "train_pairs": len(train_rows), "steps": step, "skipped_nonfinite": skipped, "train_seconds": round(train_s, 1), "device": torch.cuda.get_device_name()
             if args.device.startswith("cuda") else "cpu", "loss_last_100": sum(losses[-100:]) / max(1, len(losses[-100:])),
             "eval": rep, "threshold": 0.5}
     (out / "checker.json").write_text(json.dumps(card, indent=1) + "\n")

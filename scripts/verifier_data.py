@@ -268,21 +268,22 @@ def perturb(premise: str, hyp: str, rule: str, rng: random.Random, bank: list[st
     return added_detail(premise, hyp, rng, bank)
 
 
-def minimal_pair_negatives(rows: list[dict], n: int, rng: random.Random, per_row: int = 2) -> tuple[list[dict], dict]:
+def minimal_pair_negatives(rows: list[dict], n: int, rng: random.Random, per_row: int = 2,
+                           rules: tuple[str, ...] = RULES) -> tuple[list[dict], dict]:
     """Up to ``n`` negatives, one changed detail each, from the entailed rows (at most ``per_row`` of
-    different rules from one row). The rules with the fewest negatives so far are tried first, so the
+    different ``rules`` from one row). The rules with the fewest negatives so far are tried first, so the
     rarer ones (role swaps fit fewer claims) are not crowded out; a negative carries ``pair_of`` = the
     index in ``rows`` of the supported pair it came from."""
     pos = [i for i, r in enumerate(rows) if r["y"] == 1 and 3 <= len(r["hypothesis"].split()) <= 60]
     rng.shuffle(pos)
     bank = sorted({nm for r in rows[:20000] for nm in names_in(r["hypothesis"])})
     out, by_rule = [], collections.Counter()
-    quota = {rule: n // len(RULES) + (1 if k < n % len(RULES) else 0) for k, rule in enumerate(RULES)}
+    quota = {rule: n // len(rules) + (1 if k < n % len(rules) else 0) for k, rule in enumerate(rules)}
     for i in pos:
         if len(out) >= n:
             break
         r = rows[i]
-        todo = [rule for rule in RULES if by_rule[rule] < quota[rule]]
+        todo = [rule for rule in rules if by_rule[rule] < quota[rule]]
         rng.shuffle(todo)
         todo.sort(key=lambda rule: by_rule[rule] / max(quota[rule], 1))
         made = 0

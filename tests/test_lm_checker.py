@@ -147,7 +147,7 @@ def test_training_script_smoke_run_payload_train_and_load(tmp_path):
     pytest.importorskip("gguf")
     _gguf()
     rows = [{"split": "train", "premise": f"The river {k} flows north.", "claim": f"The river {k} flows "
-             + ("north." if k % 2 else "south."), "y": k % 2} for k in range(8)]
+             + ("north." if k % 2 else "south."), "y": k % 2, "part": "extra" if k >= 6 else "base"} for k in range(8)]
     rows += [{"split": "eval", "set": "minimal", "group": "negation", "premise": "Ann won.", "claim": "Ann lost.", "y": 0},
              {"split": "eval", "set": "minimal", "group": "control", "premise": "Ann won.", "claim": "Ann won.", "y": 1}]
     pairs = tmp_path / "pairs.jsonl"
@@ -159,10 +159,12 @@ def test_training_script_smoke_run_payload_train_and_load(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     assert (pay / "p1" / "weights1.npz").exists() and (pay / "all" / "payload.json").exists()
     t = subprocess.run(run + ["train", "--payload", str(pay / "all"), "--out", str(out), "--device", "cpu",
-                              "--max-steps", "2", "--batch", "4", "--workers", "1"], capture_output=True, text=True, timeout=600)
+                              "--max-steps", "2", "--batch", "4", "--workers", "1", "--parts", "base"],
+                       capture_output=True, text=True, timeout=600)
     assert t.returncode == 0, t.stderr[-2000:]
     card = json.loads((out / "checker.json").read_text())
     assert card["steps"] == 2 and card["layers"] == 1 and card["eval"]["minimal"]["n"] == 2
+    assert card["train_pairs"] == 6  # --parts base: the two rows marked part=extra left out
     from citegraph.tools.verifier.lm import LMCheckVerifier
 
     written = [json.loads(line)["p"] for line in (out / "eval_scores.jsonl").read_text().splitlines()]

@@ -211,6 +211,9 @@ def test_minimal_pair_negatives_change_one_thing_and_keep_their_pair():
                                            "Runners hosted Oslo."}
     assert set(seen) == {f"synthetic/{k}" for k in vd.RULES}
     assert vd.minimal_pair_negatives(rows, 5, random.Random(7)) == vd.minimal_pair_negatives(rows, 5, random.Random(7))
+    only, by = vd.minimal_pair_negatives(rows, 6, random.Random(3), rules=("role_swap", "negation"))
+    assert only and set(by) <= {"role_swap", "negation"} and {r["source"] for r in only} <= {
+        "synthetic/role_swap", "synthetic/negation"}
     # the flips and the "not" of a negation
     rng = random.Random(0)
     negs = {vd.negation("The river rose.", "The river rose.", random.Random(s)) for s in range(10)}
@@ -474,3 +477,35 @@ def test_checked_verifier_minimal_pair_floors():
     low = below(get_verifier("default+checks"))
     assert not low, f"below the floor: {low} (floors {CHECKS_FLOORS})"
     assert set(below(get_verifier("default"))) == {"negation", "entity_swap", "number_date", "role_swap", "long_premise"}
+
+
+def test_compare_lm_checkers_combines_as_plus_lm_and_refuses_foreign_scores(tmp_path, capsys):
+    """scripts/compare_lm_checkers.py: the band rule of <first>+lm, a paired difference that is zero for
+    the same scores and positive for a better candidate, and one-line refusals of a missing payload and
+    of a run whose scores belong to other pairs."""
+    import lzma
+
+    import numpy as np
+
+    cl = _load_script("compare_lm_checkers")
+    got = cl.second_opinion([0.05, 0.5, 0.95, 0.3], [1.0, 0.1, 0.0, 0.9])
+    assert np.allclose(got, [0.05, 0.3, 0.95, 0.6])  # only the unsure pairs are averaged
+    y = np.array([1, 1, 0, 0] * 10)
+    ref = np.array([0.9, 0.2, 0.1, 0.1] * 10)  # misses one supported pair in four
+    d, (lo, hi) = cl.paired_difference(y, ref, ref, boot=200)
+    assert d == 0 and lo == hi == 0
+    d, (lo, hi) = cl.paired_difference(y, np.array([0.9, 0.8, 0.1, 0.1] * 10), ref, boot=200)
+    assert d == pytest.approx(0.25) and 0 < lo <= d <= hi
+    assert cl.main([str(tmp_path / "run"), "--payload", str(tmp_path / "none")]) == 2
+    assert "no pairs.jsonl.xz" in capsys.readouterr().err
+    pay = tmp_path / "pay"
+    pay.mkdir()
+    with lzma.open(pay / "pairs.jsonl.xz", "wt") as f:
+        for k in range(3):
+            f.write(json.dumps({"split": "eval", "set": "minimal", "group": "control", "premise": "p", "claim": "c", "y": 1}) + "\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "eval_scores.jsonl").write_text(json.dumps({"y": 1, "p": 0.9}) + "\n")  # one score for three pairs
+    assert cl.main([str(run), "--payload", str(pay)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "not 3 scores of this payload's evaluation pairs" in err and len(err.splitlines()) == 1
