@@ -155,10 +155,13 @@ def _slug(heading: str) -> str:
 
 
 def test_relative_links_resolve():
-    """Every relative link of README.md and docs/ names an existing file, and its #anchor a heading there."""
+    """Every relative link of README.md, docs/, CONTRIBUTING.md and the shipped model cards names an
+    existing file, and its #anchor a heading there."""
     link = re.compile(r"\]\(([^)\s]+)\)")
     bad = []
-    for path in doc_files():
+    cards = sorted((REPO / "citegraph" / "assets").rglob("*.md"))
+    assert len(cards) >= 2  # the verifier's and lm-check's
+    for path in [*doc_files(), REPO / "CONTRIBUTING.md", *cards]:
         text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
         for target in link.findall(text):
             if re.match(r"[a-z]+:", target):
