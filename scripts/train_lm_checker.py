@@ -70,7 +70,8 @@ def parse_args(argv=None):
     p.add_argument("--long-premise", type=int, default=3000)
     p.add_argument("--recipe", choices=("v1", "v2"), default="v2", help="v1: the rows above (the shipped adapter's); "
                    "v2: those rows, then extra rows marked part=extra (train --parts chooses)")
-    p.add_argument("--extra-hard", type=int, default=8000, help="v2: role-swap and negation negatives from unused pairs")
+    p.add_argument("--extra-hard", type=int, default=8000, help="v2: role-swap and negation negatives requested "
+                   "from every supported pair (those v1 already has dropped)")
     p.add_argument("--extra-long", type=int, default=4000, help="v2: those and their supported pairs in long premises")
     p.add_argument("--sub-claims", type=int, default=3000, help="v2: supported claims shorter than their sentence")
     p.add_argument("--fever-sample", type=int, default=2000, help="FEVER-NLI test pairs scored (seed 0)")
