@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "nli_train"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import verifier_data  # noqa: E402  (the data recipe beside this script)
+import verifier_llm_data  # noqa: E402  (the LLM-written supported pairs)
 EXCLUDED_SOURCES = ("attributionbench/ExpertQA",)  # evaluation set: never train on it
 POSITIVE = {"entailment", "supported"}
 
@@ -69,6 +70,9 @@ def parse_args(argv=None):
                     help="add N pairs whose premise sits in the middle of 150-380 words of other premises")
     ap.add_argument("--sub-claims", type=int, default=0,
                     help="add N supported claims made by shortening a premise sentence (a cut clause, aside or conjunct)")
+    ap.add_argument("--llm-pairs", nargs="*", default=[],
+                    help="files of scripts/verifier_llm_data.py generate: their kept replies join as supported pairs")
+    ap.add_argument("--llm-repeat", type=int, default=1, help="how many times each --llm-pairs row is seen per epoch")
     ap.add_argument("--checkpoint-every", type=int, default=200,
                     help="save a resumable checkpoint (model, optimizer, schedule, step) every N steps to OUT/checkpoint")
     ap.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint (same arguments)")
@@ -325,6 +329,10 @@ def main(argv=None) -> int:
     if args.resume and not (Path(args.out) / "checkpoint" / "trainer_state.pt").exists():
         print(f"--resume: no checkpoint at {Path(args.out) / 'checkpoint'}", file=sys.stderr)
         return 2
+    missing = [f for f in args.llm_pairs if not Path(f).is_file()]
+    if missing:
+        print(f"--llm-pairs: no such file: {missing[0]}", file=sys.stderr)
+        return 2
     if not (data_dir / "attribution_pairs.jsonl").exists() or not (data_dir / "nli_pairs.jsonl").exists():
         print(f"training data not found under {data_dir} (expected ../shared/data/nli_train)", file=sys.stderr)
         return 2
@@ -379,7 +387,8 @@ def main(argv=None) -> int:
                            if args.minimal_pairs else ([], {}))
     long_rows = verifier_data.long_premises(attr_train + fever, args.long_premise, rng) if args.long_premise else []
     subs = verifier_data.sub_claims(train_rows, args.sub_claims, rng) if args.sub_claims else []
-    train_rows += synthetic + minimal + long_rows + subs
+    llm_rows = verifier_llm_data.read_kept([Path(f) for f in args.llm_pairs]) * max(1, args.llm_repeat)
+    train_rows += synthetic + minimal + long_rows + subs + llm_rows
 
     def counts(rows):
         c = collections.Counter(r["y"] for r in rows)
@@ -398,6 +407,9 @@ def main(argv=None) -> int:
         "minimal_pair_negatives": {"total": len(minimal), "by_rule": by_minimal},
         "long_premise": counts(long_rows),
         "sub_claims": counts(subs),
+        "llm_pairs": {**counts(llm_rows), "repeat": args.llm_repeat,
+                      "files": {f: hashlib.sha256(Path(f).read_bytes()).hexdigest()[:16] for f in args.llm_pairs},
+                      "by_kind": dict(collections.Counter(r["source"] for r in llm_rows))},
         "train_total": counts(train_rows),
         "partially_supported_in_train": args.partial,
     }

@@ -180,6 +180,39 @@ def test_minimal_pair_table_counts_right_decisions():
 # ------------------------------------------------------------------------------------------------
 # the training recipe
 # ------------------------------------------------------------------------------------------------
+def test_llm_written_pairs_are_kept_only_when_the_filters_find_nothing_wrong():
+    """The LLM's paraphrases and two-sentence claims become supported training pairs only when they say
+    the same in other words: a reply that is the claim again, brings a number, a name or a negation the
+    premise lacks, or that the checks find in conflict with the premise is written but not kept."""
+    ld = _load_script("verifier_llm_data")
+    premise = "Albert Einstein was born in Ulm in 1879. He studied physics in Zurich and later moved to Berlin."
+    claim = "Albert Einstein was born in Ulm in 1879."
+    assert ld.judge_paraphrase(premise, claim, "Albert Einstein is a native of Ulm, born there in 1879.") is None
+    assert ld.judge_paraphrase(premise, claim, "Albert Einstein was born in Ulm in 1879.") == "too close to the claim"
+    assert ld.judge_paraphrase(premise, claim, "Albert Einstein was born in Ulm in 1880, a native.") == "a number the premise lacks"
+    assert ld.judge_paraphrase(premise, claim, "Einstein, a native of Munich, was born in 1879 as a baby.") == "a name the premise lacks"
+    assert ld.judge_paraphrase(premise, claim, "Albert Einstein was not a native of Ulm by birth in 1879.") == "negation changed"
+    assert ld.judge_paraphrase(premise, claim, "born in Ulm") == "not a sentence"
+    a, b = ld.two_sentence_item(premise)
+    assert a.startswith("Albert") and b.startswith("He studied")
+    assert ld.judge_two(premise, a, b, "Albert Einstein, born in Ulm, studied physics in Zurich.") is None
+    assert ld.judge_two(premise, a, b, "Albert Einstein was born in Ulm.") == "not from both sentences"
+    assert ld.judge_two(premise, a, b, "Albert Einstein, born in Ulm, studied physics in Zurich and earlier moved to Berlin.") == "checks: antonym"
+    assert ld.two_sentence_item("One short line. Another.") is None
+    assert ld.clean_reply('Rewritten sentence: "Einstein came from Ulm."\nNote: I kept the facts.') == "Einstein came from Ulm."
+    rows_file = Path(__file__).parent / "_llm_rows.jsonl"
+    try:
+        rows_file.write_text("".join(json.dumps({"from": f"x:{i}", "kind": k, "premise": premise, "hypothesis": h,
+                                                 "claim": [a, b] if k == "two" else claim, "why": w, "model": "local"}) + "\n"
+                                     for i, (k, h, w) in enumerate([("paraphrase", "Einstein came from Ulm.", None),
+                                                                    ("two", "Einstein, born in Ulm, studied in Zurich.", None),
+                                                                    ("paraphrase", "Einstein was born in Ulm.", None)])))  # judged again: too close
+        kept = ld.read_kept([rows_file])
+    finally:
+        rows_file.unlink()
+    assert [(r["source"], r["y"]) for r in kept] == [("synthetic/llm_paraphrase", 1), ("synthetic/llm_two", 1)]
+
+
 def test_minimal_pair_negatives_change_one_thing_and_keep_their_pair():
     vd = _load_script("verifier_data")
     premise = ("In 2019 the city of Oslo hosted 1200 runners from Kenya and Norway. "
@@ -298,6 +331,11 @@ def test_training_script_smoke_run_checkpoints_and_resumes(tmp_path):
            "--base", str(REPO / "citegraph" / "assets" / "verifier"), "--nli", "20", "--fever", "-1", "--factcg", "-1",
            "--minimal-pairs", "20", "--long-premise", "5", "--sub-claims", "5", "--max-len", "64", "--batch", "8", "--max-steps", "3",
            "--checkpoint-every", "2", "--threads", "1", "--pair-margin", "1.0"]
+    llm = tmp_path / "llm.jsonl"  # as scripts/verifier_llm_data.py writes it: one kept reply, one rejected
+    llm.write_text("".join(json.dumps({"from": f"pool:{i}", "kind": "paraphrase", "premise": "Lyon opened schools.",
+                                       "hypothesis": h, "claim": "Lyon opened schools.", "why": None, "model": "local"}) + "\n"
+                           for i, h in enumerate(["Lyon founded schools.", "Lyon did not open schools."])))
+    cmd += ["--llm-pairs", str(llm), "--llm-repeat", "3"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert first.returncode == 0, first.stderr[-2000:]
@@ -306,6 +344,8 @@ def test_training_script_smoke_run_checkpoints_and_resumes(tmp_path):
     assert counts["fever_nli_dev"]["total"] == 20 and counts["factcg"]["total"] == 10
     assert counts["minimal_pair_negatives"]["total"] > 0 and info["steps"] == 3
     assert counts["sub_claims"]["total"] == 5 and counts["sub_claims"]["entailed"] == 5
+    assert counts["llm_pairs"]["total"] == 3 and counts["llm_pairs"]["entailed"] == 3  # the kept one, thrice
+    assert counts["llm_pairs"]["by_kind"] == {"synthetic/llm_paraphrase": 3}
     assert (out / "checkpoint" / "trainer_state.pt").exists() and (out / "model.safetensors").exists()
     again = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
@@ -314,6 +354,10 @@ def test_training_script_smoke_run_checkpoints_and_resumes(tmp_path):
     other[other.index("--out") + 1] = str(tmp_path / "other")
     missing = subprocess.run(other + ["--resume"], capture_output=True, text=True, env=env, timeout=600)
     assert missing.returncode == 2 and "no checkpoint" in missing.stderr
+    nofile = list(other)
+    nofile[nofile.index("--llm-pairs") + 1] = str(tmp_path / "absent.jsonl")
+    gone = subprocess.run(nofile, capture_output=True, text=True, env=env, timeout=600)
+    assert gone.returncode == 2 and "--llm-pairs: no such file" in gone.stderr
 
 
 
