@@ -553,3 +553,33 @@ def test_compare_lm_checkers_combines_as_plus_lm_and_refuses_foreign_scores(tmp_
     assert cl.main([str(run), "--payload", str(pay)]) == 2
     err = capsys.readouterr().err.strip()
     assert "not 3 scores of this payload's evaluation pairs" in err and len(err.splitlines()) == 1
+
+
+def test_compare_verifiers_prints_paired_differences_and_refuses_bad_input(tmp_path, capsys, monkeypatch):
+    """scripts/compare_verifiers.py: per set, each spec's balanced accuracy and each candidate minus the
+    reference on the same pairs; a cached score file of other pairs, one spec alone, or no data is refused
+    in one line."""
+    import types
+
+    cv = _load_script("compare_verifiers")
+    data = tmp_path / "data"
+    assert cv.main(["default", "other", "--data", str(data)]) == 2
+    assert "no nli_train/attribution_pairs.jsonl" in capsys.readouterr().err
+    (data / "nli_train").mkdir(parents=True)
+    (data / "nli_train" / "attribution_pairs.jsonl").write_text("")
+    assert cv.main(["default", "--data", str(data)]) == 2
+    assert "at least one candidate" in capsys.readouterr().err
+    rows = [{"set": s, "group": g, "premise": "p", "claim": "c", "y": y}
+            for s in cv.SETS for g, y in (("control", 1), ("control", 1), ("negation", 0), ("negation", 0))] * 5
+    monkeypatch.setitem(sys.modules, "train_lm_checker", types.SimpleNamespace(evaluation_rows=lambda d, n: rows))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "ref.json").write_text(json.dumps([0.9, 0.2, 0.1, 0.1] * (len(rows) // 4)))  # one supported pair in two missed
+    (cache / "better.json").write_text(json.dumps([0.9, 0.8, 0.1, 0.1] * (len(rows) // 4)))
+    assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache), "--boot", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "heldout (20): ref 75.0" in out and "better 100.0" in out and "+25.0 [" in out
+    assert "minimal pairs, share right, ref: control 50, negation 100" in out
+    (cache / "better.json").write_text(json.dumps([0.9]))
+    assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache)]) == 2
+    assert "not 80 scores" in capsys.readouterr().err

@@ -1,0 +1,85 @@
+#!/usr/bin/env python
+"""Verifier specs against a reference on the benchmark's four sets, paired: is a candidate's difference more
+than the sets' noise?
+
+    python scripts/compare_verifiers.py default hf-classifier:runs/verifier/run7 hf-classifier:runs/verifier/v3mean
+
+The pairs are bench_verifier.py's (the held-out split of ``citegraph/assets/verifier/heldout_split.json``,
+ExpertQA, FEVER-NLI test's 2,000-row stratified sample, the minimal-pair suite), as
+``train_lm_checker.evaluation_rows`` collects them. Printed per set: balanced accuracy at 0.5 with a 95%
+bootstrap interval for every spec, and each candidate minus the first spec with a paired bootstrap
+interval (the same resampled pairs for both); then the minimal pairs' share right per category. Scores are
+cached per spec in ``--cache`` (delete a spec's file when its weights change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+SETS = ("heldout", "expertqa", "fever", "minimal")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("specs", nargs="+", help="the reference spec first, then the candidates")
+    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--cache", default="runs/verifier_compare")
+    ap.add_argument("--boot", type=int, default=1000)
+    args = ap.parse_args(argv)
+    if len(args.specs) < 2:
+        print("give a reference spec and at least one candidate", file=sys.stderr)
+        return 2
+    if not (Path(args.data) / "nli_train" / "attribution_pairs.jsonl").is_file():
+        print(f"--data {args.data}: no nli_train/attribution_pairs.jsonl (the evaluation data)", file=sys.stderr)
+        return 2
+    import compare_lm_checkers as clc
+    import train_lm_checker as tlc
+    from citegraph.eval.verifier_sets import binary_report
+    from citegraph.tools.verifier import get_verifier
+
+    rows = tlc.evaluation_rows(Path(args.data), 2000)
+    texts = [(r["premise"], r["claim"]) for r in rows]
+    cache = Path(args.cache)
+    scores = {}
+    for spec in args.specs:
+        name = re.sub(r"[^\w.+-]+", "_", spec)
+        scores[spec] = np.array(clc.cached(cache / f"{name}.json", lambda spec=spec: get_verifier(spec).score(texts)))
+        if len(scores[spec]) != len(rows):
+            print(f"{cache / name}.json: not {len(rows)} scores; delete it and run again", file=sys.stderr)
+            return 2
+    ref = args.specs[0]
+    y_all = np.array([r["y"] for r in rows])
+    print(f"balanced accuracy at 0.5 [95% bootstrap]; candidates minus {ref}, paired")
+    for s in SETS:
+        idx = np.array([i for i, r in enumerate(rows) if r["set"] == s])
+        y = y_all[idx]
+        cells = []
+        for spec, sc in scores.items():
+            rep = binary_report(y.tolist(), sc[idx].tolist(), boot=args.boot)
+            lo, hi = rep.bacc_ci
+            cell = f"{spec} {100 * rep.balanced_accuracy:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+            if spec != ref:
+                d, (dlo, dhi) = clc.paired_difference(y, sc[idx], scores[ref][idx], args.boot)
+                cell += f", {100 * d:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}]"
+            cells.append(cell)
+        print(f"{s} ({len(idx)}): " + " | ".join(cells))
+    idx = [i for i, r in enumerate(rows) if r["set"] == "minimal"]
+    for spec, sc in scores.items():
+        cats: dict[str, list[bool]] = {}
+        for i in idx:
+            cats.setdefault(rows[i]["group"], []).append(int(sc[i] >= 0.5) == rows[i]["y"])
+        print(f"minimal pairs, share right, {spec}: " + ", ".join(f"{c} {100 * sum(v) / len(v):.0f}"
+                                                              for c, v in sorted(cats.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
