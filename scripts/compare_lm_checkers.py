@@ -57,6 +57,37 @@ def paired_difference(y: np.ndarray, new: np.ndarray, ref: np.ndarray, boot: int
     return bacc(every, new) - bacc(every, ref), tuple(np.percentile(diffs, [2.5, 97.5]))
 
 
+def print_table(rows: list[dict], scores: dict[str, np.ndarray], ref: str, boot: int, unpaired=()) -> None:
+    """Per set of ``rows``: each spec's balanced accuracy at 0.5 with a bootstrap interval, and (but for ``ref``
+    and ``unpaired``) its difference from ``ref`` on the same resampled pairs; then the minimal pairs' share
+    right per category."""
+    from citegraph.eval.verifier_sets import binary_report
+
+    y_all = np.array([r["y"] for r in rows])
+    for s in SETS:
+        idx = np.array([i for i, r in enumerate(rows) if r["set"] == s])
+        if not len(idx):
+            continue
+        y = y_all[idx]
+        cells = []
+        for name, sc in scores.items():
+            rep = binary_report(y.tolist(), sc[idx].tolist(), boot=boot)
+            lo, hi = rep.bacc_ci
+            cell = f"{name} {100 * rep.balanced_accuracy:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+            if name != ref and name not in unpaired:
+                d, (dlo, dhi) = paired_difference(y, sc[idx], scores[ref][idx], boot)
+                cell += f", {100 * d:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}]"
+            cells.append(cell)
+        print(f"{s} ({len(idx)}): " + " | ".join(cells))
+    idx = [i for i, r in enumerate(rows) if r["set"] == "minimal"]
+    for name, sc in scores.items():
+        cats: dict[str, list[bool]] = {}
+        for i in idx:
+            cats.setdefault(rows[i]["group"], []).append(int(sc[i] >= 0.5) == rows[i]["y"])
+        print(f"minimal pairs, share right, {name}: " + ", ".join(f"{c} {100 * sum(v) / len(v):.0f}"
+                                                              for c, v in sorted(cats.items())))
+
+
 def cached(path: Path, make):
     if path.is_file():
         return json.loads(path.read_text())
@@ -83,7 +114,6 @@ def main(argv=None) -> int:
             return 2
         runs[run.name] = [g["p"] for g in got]
 
-    from citegraph.eval.verifier_sets import binary_report
     from citegraph.tools.verifier import get_verifier
 
     cache = Path(args.cache)
@@ -99,32 +129,9 @@ def main(argv=None) -> int:
     shipped = f"{args.reference_spec} (shipped)"
     combos = {"first": np.array(first), shipped: second_opinion(first, ref_band)}
     combos.update({name: second_opinion(first, s) for name, s in runs.items()})
-    ref = combos[shipped]
-    y_all = np.array([r["y"] for r in rows])
     print(f"{args.first}+lm, balanced accuracy at 0.5 [95% bootstrap]; candidates minus the shipped adapter, paired; "
           f"{len(band)} of {len(rows)} pairs in the band")
-    for s in SETS:
-        idx = np.array([i for i, r in enumerate(rows) if r["set"] == s])
-        if not len(idx):
-            continue
-        y = y_all[idx]
-        cells = []
-        for name, sc in combos.items():
-            rep = binary_report(y.tolist(), sc[idx].tolist(), boot=args.boot)
-            lo, hi = rep.bacc_ci
-            cell = f"{name} {100 * rep.balanced_accuracy:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
-            if name not in ("first", shipped):
-                d, (dlo, dhi) = paired_difference(y, sc[idx], ref[idx], args.boot)
-                cell += f", {100 * d:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}]"
-            cells.append(cell)
-        print(f"{s} ({len(idx)}): " + " | ".join(cells))
-    idx = [i for i, r in enumerate(rows) if r["set"] == "minimal"]
-    for name, sc in combos.items():
-        cats = {}
-        for i in idx:
-            cats.setdefault(rows[i]["group"], []).append(int(sc[i] >= 0.5) == rows[i]["y"])
-        print(f"minimal pairs, share right, {name}: " + ", ".join(f"{c} {100 * sum(v) / len(v):.0f}"
-                                                              for c, v in sorted(cats.items())))
+    print_table(rows, combos, shipped, args.boot, unpaired=("first",))
     return 0
 
 

@@ -24,7 +24,6 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-SETS = ("heldout", "expertqa", "fever", "minimal")
 
 
 def main(argv=None) -> int:
@@ -42,7 +41,6 @@ def main(argv=None) -> int:
         return 2
     import compare_lm_checkers as clc
     import train_lm_checker as tlc
-    from citegraph.eval.verifier_sets import binary_report
     from citegraph.tools.verifier import get_verifier
 
     rows = tlc.evaluation_rows(Path(args.data), 2000)
@@ -55,29 +53,8 @@ def main(argv=None) -> int:
         if len(scores[spec]) != len(rows):
             print(f"{cache / name}.json: not {len(rows)} scores; delete it and run again", file=sys.stderr)
             return 2
-    ref = args.specs[0]
-    y_all = np.array([r["y"] for r in rows])
-    print(f"balanced accuracy at 0.5 [95% bootstrap]; candidates minus {ref}, paired")
-    for s in SETS:
-        idx = np.array([i for i, r in enumerate(rows) if r["set"] == s])
-        y = y_all[idx]
-        cells = []
-        for spec, sc in scores.items():
-            rep = binary_report(y.tolist(), sc[idx].tolist(), boot=args.boot)
-            lo, hi = rep.bacc_ci
-            cell = f"{spec} {100 * rep.balanced_accuracy:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
-            if spec != ref:
-                d, (dlo, dhi) = clc.paired_difference(y, sc[idx], scores[ref][idx], args.boot)
-                cell += f", {100 * d:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}]"
-            cells.append(cell)
-        print(f"{s} ({len(idx)}): " + " | ".join(cells))
-    idx = [i for i, r in enumerate(rows) if r["set"] == "minimal"]
-    for spec, sc in scores.items():
-        cats: dict[str, list[bool]] = {}
-        for i in idx:
-            cats.setdefault(rows[i]["group"], []).append(int(sc[i] >= 0.5) == rows[i]["y"])
-        print(f"minimal pairs, share right, {spec}: " + ", ".join(f"{c} {100 * sum(v) / len(v):.0f}"
-                                                              for c, v in sorted(cats.items())))
+    print(f"balanced accuracy at 0.5 [95% bootstrap]; candidates minus {args.specs[0]}, paired")
+    clc.print_table(rows, scores, args.specs[0], args.boot)
     return 0
 
 

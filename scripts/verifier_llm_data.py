@@ -37,12 +37,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import verifier_data  # noqa: E402  (the rule-made recipe beside this script)
+
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "nli_train"
 
 _WORD = re.compile(r"[A-Za-z0-9][\w'\-]*")
 _NUM = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])")
 _NEG = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without)\b|n't\b", re.I)
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+_SPLIT = verifier_data._SPLIT  # the recipe's sentence splitter
 _STOP = set("a an the of in on at to for by with from as and or but is are was were be been being it its this that "
             "these those he she they his her their him them who which what also has have had do does did".split())
 _PRONOUN_START = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|The|This|These|In|Later|After)\b")
@@ -138,7 +140,6 @@ def judge_two(premise: str, a: str, b: str, reply: str) -> str | None:
 def sources(data_dir: Path, seed: int) -> list[dict]:
     """The supported training pairs (pool train split + FEVER-NLI dev), in a seeded order."""
     import train_verifier
-    import verifier_data
 
     attr = train_verifier.read_jsonl(data_dir / "attribution_pairs.jsonl")
     held = train_verifier.heldout_split(attr, 0.10, 13)

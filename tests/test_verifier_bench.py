@@ -570,7 +570,7 @@ def test_compare_verifiers_prints_paired_differences_and_refuses_bad_input(tmp_p
     assert cv.main(["default", "--data", str(data)]) == 2
     assert "at least one candidate" in capsys.readouterr().err
     rows = [{"set": s, "group": g, "premise": "p", "claim": "c", "y": y}
-            for s in cv.SETS for g, y in (("control", 1), ("control", 1), ("negation", 0), ("negation", 0))] * 5
+            for s in ("heldout", "expertqa", "fever", "minimal") for g, y in (("control", 1), ("control", 1), ("negation", 0), ("negation", 0))] * 5
     monkeypatch.setitem(sys.modules, "train_lm_checker", types.SimpleNamespace(evaluation_rows=lambda d, n: rows))
     cache = tmp_path / "cache"
     cache.mkdir()
