@@ -131,6 +131,42 @@ def test_partial_and_flagged_and_strict(verifier, docs4):
     assert any("dropped 1 unsupported" in w for w in strict.warnings)
 
 
+@pytest.mark.parametrize("text, asks", [
+    ("Why are some pills different colors than other ones?", True),
+    ("Who plays Charlie on It's Always Sunny? [1][2]", True),
+    ("Is it safe? [1, 2]", True),
+    ("Why is the sky blue? Light scatters.", False),            # a question run into a statement
+    ('The 1988 film was "Who Framed Roger Rabbit?"', False),     # a title that ends the statement
+    ("Pearls are rare.", False),
+])
+def test_is_question(text, asks):
+    from citegraph.tools.sentences import is_question
+
+    assert is_question(text) is asks
+
+
+def test_a_question_claims_nothing_and_is_flagged_without_a_citation(verifier, docs4):
+    """A restated question scores as entailed by an on-topic document (here every word of it is in [2]);
+    the stage checks no question: flagged, its citation removed, the reason said; strict drops it."""
+    ans = _answer(docs4,
+                  ("Is Beta a river in Chile?", [2]),
+                  ("Beta is a river in Chile.", [2]),
+                  ('The song "Gamma?" won the 1990 prize.', []))   # a title ending in "?": a statement
+    assert overlap(docs4[1].text, "Is Beta a river in Chile?") == 1.0
+    out = attribute_answer(ans, verifier, mode="repair")
+    q = out.sentences[0]
+    assert (q.support, q.citations, q.evidence, q.support_score) == ("unsupported", [], [], 0.0)
+    rec = out.metadata["attribution"]["sentences"][0]
+    assert rec["action"] == "question" and rec["before"] == [2] and "a question" in rec["conflicts"][0]
+    assert [s.support for s in out.sentences[1:]] == ["supported", "partial"]
+    assert out.metadata["attribution"]["questions"] == 1
+    assert any("1 question(s) flagged" in w for w in out.warnings)
+    assert not any("no document supports" in w for w in out.warnings)  # the question is not counted there
+    strict = attribute_answer(ans, verifier, mode="strict")
+    assert [s.text for s in strict.sentences] == ["Beta is a river in Chile.", 'The song "Gamma?" won the 1990 prize.']
+    assert strict.metadata["attribution"]["dropped"][0]["text"] == "Is Beta a river in Chile?"
+
+
 def test_existing_evidence_kept_and_never_out_of_range(verifier, docs4):
     from citegraph.state import Evidence
 
@@ -265,6 +301,26 @@ def test_cite_rewrite_rechecks(tmp_path, capsys, docs4, scripted):
     assert s["text"] == "Beta is a river in Chile." and s["citations"] == [2] and s["support"] == "supported"
     rec = ans["metadata"]["attribution"]["sentences"][0]
     assert rec["action"] == "rewritten" and rec["rewritten_from"] == "Beta is a lake in Peru."
+
+
+def test_cite_flags_a_question_unchecked_and_never_rewrites_it(tmp_path, capsys, docs4, scripted):
+    import json
+
+    from citegraph.cli import main
+
+    register_verifier("stub:overlap-q", FunctionVerifier(overlap, spec="stub:overlap-q", threshold=0.99))
+    spec, model = scripted(["Beta is a river in Chile."])
+    text = tmp_path / "answer.txt"
+    text.write_text("Is Beta a river in Chile? [2] Beta is a lake in Peru.")
+    code = main(["cite", "--text", str(text), "--docs", str(_write_docs(tmp_path, docs4)), "--verifier",
+                 "stub:overlap-q", "--llm", spec, "--rewrite", "--set", "attribution_partial=0.9", "--json"])
+    assert code == 0 and len(model.calls) == 1  # the LLM rewrote the statement only
+    ans = json.loads(capsys.readouterr().out)
+    assert [(s["citations"], s["support"]) for s in ans["sentences"]] == [([], "unsupported"), ([2], "supported")]
+    assert [r["action"] for r in ans["metadata"]["attribution"]["sentences"]] == ["question", "rewritten"]
+    code = main(["cite", "--text", str(text), "--docs", str(_write_docs(tmp_path, docs4)), "--verifier", "stub:overlap-q"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0 and "unsupported: a question, it claims nothing" in out and "✗" not in out.split(" 2. ")[0]
 
 
 @pytest.mark.parametrize("partial, support", [("0.5", "partial"), ("0.9", "unsupported")])

@@ -13,6 +13,7 @@ from citegraph.graphs.registry import method_context
 from citegraph.run.datasets import load_documents
 from citegraph.run.workqueue import check_workers_db
 from citegraph.settings import setting
+from citegraph.state.attribution import QUESTION_REASON
 from citegraph.state.base import CliText
 from citegraph.tools import failures, tracing
 from citegraph.tools.checkpoints import open_checkpointer
@@ -207,7 +208,10 @@ def print_answer(ans, console=None, evidence: bool = True) -> None:
     for i, (s, whys) in enumerate(zip(ans.sentences, conflicts), 1):
         cites = "".join(f"[{c}]" for c in s.citations)
         mark = f"[green]{escape(cites)}[/green]" if s.citations else "[red](no citation)[/red]"
-        if s.support:
+        if s.support == "unsupported" and whys == [QUESTION_REASON]:  # flagged unchecked: nothing to support
+            mark += " [red]unsupported: a question, it claims nothing[/red]"
+            whys = []
+        elif s.support:
             score = f" {s.support_score:.2f}" if s.support_score is not None else ""
             mark += f" {_SUPPORT_MARK[s.support]}[dim]{score}[/dim]"
         console.print(f"{i:>2}. {escape(s.text)} {mark}")

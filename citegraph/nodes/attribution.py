@@ -33,6 +33,11 @@ verifier alone (no LLM call):
    decided again on the revised scores. A pair that was revised down can hand the decision to another
    pair, which gets its own second opinion in the next round (at most ``SECOND_ROUNDS``).
 
+**Questions.** A sentence that asks ("Why are some pills different colours?") claims nothing, so no
+document can support it, yet a cross-encoder scores a question against an on-topic passage as entailed.
+The stage checks no question: it is flagged ``unsupported`` with no citation (action ``question``, score
+0, the reason in ``conflicts``), and ``strict`` drops it like any unsupported sentence.
+
 All scoring goes through three batched ``verifier.score`` calls per answer at most (the sentences'
 own citations; the other documents for the sentences left unsupported; joint sets), plus one call of
 the second verifier per round of step 5, and the verifier de-duplicates and caches pairs. What was done
@@ -48,9 +53,9 @@ from typing import Any, Sequence
 from langgraph.runtime import Runtime
 
 from citegraph.state import AttributedAnswer, CitedSentence, Document, Evidence
-from citegraph.state.attribution import SentenceAttribution, SubsetCheck
+from citegraph.state.attribution import QUESTION_REASON, SentenceAttribution, SubsetCheck
 from citegraph.tools.progress import emit
-from citegraph.tools.sentences import split_sentences
+from citegraph.tools.sentences import is_question, split_sentences
 from citegraph.tools.verifier import get_verifier
 from citegraph.tools.verifier.base import DEFAULT_PARTIAL
 from citegraph.tools.verifier.hf import top_windows
@@ -164,7 +169,9 @@ class _Attribution:
         self.shown = getattr(verifier, "shown", float)
         self.max_docs, self.sentences = max_docs, sentences
         self.sents = [s.model_copy(deep=True) for s in answer.sentences]
-        self.todo = todo = [i for i, s in enumerate(self.sents) if s.text.strip()] if n else []
+        # questions claim nothing: flagged without a check (sentences_out)
+        self.questions = {i for i, s in enumerate(self.sents) if s.text.strip() and is_question(s.text)}
+        self.todo = todo = [i for i, s in enumerate(self.sents) if s.text.strip() and i not in self.questions] if n else []
         self.written = {i: [c for c in self.sents[i].citations if 1 <= c <= n] for i in todo}
         self.cands = {i: [c for c in (candidates[i] if candidates is not None and i < len(candidates) else range(1, n + 1))
                           if 1 <= c <= n] for i in todo}
@@ -334,6 +341,8 @@ class _Attribution:
         dropped: list[dict[str, Any]] = []
         reported: list[tuple[int, int]] = []
         for i, s in enumerate(self.sents):
+            if i in self.questions:
+                self.decided[i] = ([], 0.0, "question")
             if i not in self.decided:  # an empty sentence, or no documents at all: nothing to check
                 if not self.n and s.text.strip():
                     self.decided[i] = ([], 0.0, "flagged")
@@ -341,11 +350,11 @@ class _Attribution:
                     out_sents.append(s)
                     continue
             cits, score, action = self.decided[i]
-            support = "partial" if action == "partial" else ("unsupported" if action == "flagged" else "supported")
-            score = self.shown(score)
+            support = "partial" if action == "partial" else ("unsupported" if action in ("flagged", "question") else "supported")
+            score = 0.0 if action == "question" else self.shown(score)  # a question: nothing was scored
+            why = [QUESTION_REASON] if action == "question" else (self.conflicts(i, cits) if support != "supported" else [])
             rec = SentenceAttribution(sentence=i, text=s.text, before=list(s.citations), after=sorted(cits),
-                                      action=action, support=support, score=round(score, 4),
-                                      conflicts=self.conflicts(i, cits) if support != "supported" else [])
+                                      action=action, support=support, score=round(score, 4), conflicts=why)
             records.append(rec)
             if support == "unsupported" and mode == "strict":
                 rec.action = "dropped"
@@ -430,15 +439,19 @@ def attribute_answer(answer: AttributedAnswer, verifier, *, mode: str = "repair"
         emit_checked(index, out.sentences[pos])
     counts = out.support_counts()
     changed = sum(r.action in ("simplified", "re-pointed", "added") for r in records)
-    flagged = sum(r.support == "unsupported" for r in records)
+    flagged = sum(r.support == "unsupported" and r.action != "question" for r in records)
+    questions = len(run.questions)
     out.metadata["attribution"] = {
         "mode": mode, "verifier": verifier_spec or getattr(verifier, "spec", str(verifier)), "threshold": run.thr,
+        "questions": questions,
         "partial": partial, "shown_temperature": getattr(verifier, "shown_temperature", 1.0), "counts": counts, "changed": changed, "dropped": dropped,
         "second_opinions": run.sc.asked,
         "sentences": [r.model_dump() for r in records],
     }
     if flagged and mode == "repair":
         out.warnings.append(f"attribution: {flagged} sentence(s) no document supports (flagged unsupported)")
+    if questions and mode == "repair":
+        out.warnings.append(f"attribution: {questions} question(s) flagged unsupported: a question states no claim to cite")
     if dropped:
         out.warnings.append(f"attribution (strict): dropped {len(dropped)} unsupported sentence(s); "
                             "the trace keeps them")

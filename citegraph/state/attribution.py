@@ -14,7 +14,10 @@ class SubsetCheck(BaseModel):
     entails: bool
 
 
-ACTIONS = ("kept", "simplified", "re-pointed", "added", "partial", "flagged", "dropped", "rewritten")
+#: why the stage flags a question unchecked (its ``conflicts``): it claims nothing a document could support
+QUESTION_REASON = "a question: it asks, and states nothing a document could support"
+
+ACTIONS = ("kept", "simplified", "re-pointed", "added", "partial", "flagged", "question", "dropped", "rewritten")
 
 
 class SentenceAttribution(BaseModel):
@@ -26,7 +29,8 @@ class SentenceAttribution(BaseModel):
     after: list[int] = Field(default_factory=list, description="Citations after the stage.")
     action: str = Field(description="kept (the written citations entail it), simplified (a smaller subset of them does), "
                                     "re-pointed (other documents do), added (it had none; a document does), partial, "
-                                    "flagged (unsupported), dropped (strict mode), rewritten (cite --rewrite).")
+                                    "flagged (unsupported), question (a question: flagged unsupported unchecked, it claims nothing), "
+                                    "dropped (strict mode), rewritten (cite --rewrite).")
     support: str = Field(description="supported, partial or unsupported.")
     score: float = Field(description="The verifier's score of the chosen document set (the best one when none entails).")
     rewritten_from: str | None = Field(default=None, description="The sentence before an LLM rewrite (cite --rewrite).")

@@ -85,3 +85,13 @@ def split_sentences(text: str, splitter: str = DEFAULT_SPLITTER) -> list[str]:
         if para:
             out.extend(s.strip() for s in split(para) if s.strip())
     return out
+
+
+_QUESTION = re.compile(r"\?\s*(?:\[\d+(?:\s*[,;]\s*\d+)*\]\s*)*$")
+
+
+def is_question(sentence: str) -> bool:
+    """A sentence that asks rather than states: it ends with a question mark (before any trailing ``[n]``
+    citations). A question claims nothing, so no document can support it. A title or a quotation that
+    ends in "?" inside a statement ends with its closing quote (``The song "Why?"``) and is not one."""
+    return bool(_QUESTION.search(sentence.strip()))

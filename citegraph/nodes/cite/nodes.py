@@ -16,7 +16,7 @@ from citegraph.state.cite import CiteContext, CiteState
 from citegraph.tools.citations import parse_answer
 from citegraph.tools.loops import clean_loops
 from citegraph.tools.models import chat_reply
-from citegraph.tools.sentences import split_sentences
+from citegraph.tools.sentences import is_question, split_sentences
 from citegraph.tools.verifier import get_verifier
 
 
@@ -68,7 +68,8 @@ def rewrite(state: CiteState, runtime: Runtime[CiteContext]) -> dict:
         return {}
     att = ans.metadata.get("attribution") or {}
     records = {r["sentence"]: r for r in att.get("sentences", [])}
-    todo = [i for i, s in enumerate(ans.sentences) if s.support in ("unsupported", "partial")]
+    # a question is flagged because it claims nothing: no rewrite can give it support
+    todo = [i for i, s in enumerate(ans.sentences) if s.support in ("unsupported", "partial") and not is_question(s.text)]
     if not todo:
         return {}
     verifier = get_verifier(ctx.verifier)
