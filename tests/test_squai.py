@@ -132,6 +132,22 @@ def test_split_question_retrieves_per_sub_question(scripted, verifier, fake_corp
     assert {d.id for d in ans.documents} <= {"q1", "q2", "q3"}
 
 
+def test_a_copied_sub_question_heading_is_removed_and_the_copied_question_flagged(scripted, verifier):
+    """The 1.5B composer opened 3 of 20 ASQA answers with its prompt's heading; the heading goes, and the
+    sub-question it introduced is a question, which the attribution stage flags instead of checking."""
+    from citegraph.prompts.squai import SUB_QUESTIONS_HEADING
+
+    dec = json.dumps({"split": True, "sub_questions": SUBS})
+    final = f"{SUB_QUESTIONS_HEADING} What is quantum computing [1]? Quantum computing uses qubits [1]."
+    spec, _ = scripted(script(dec, final), judge=relevant)
+    _, out = run("squai", spec, verifier[0], top_k=3, attribution="repair")
+    ans = out["answer"]
+    assert [s.text for s in ans.sentences] == ["What is quantum computing?", "Quantum computing uses qubits."]
+    assert [(s.support, s.citations) for s in ans.sentences][0] == ("unsupported", [])
+    assert ans.sentences[1].support == "supported"
+    assert any("copied its prompt's line" in w for w in ans.warnings) and ans.metadata["raw_output"] == final
+
+
 # --------------------------------------------------------------------------- adaptive filter
 def test_adaptive_filter_on_hand_made_scores():
     tau, sigma, thr, kept = N.adaptive_filter([3.0, 1.0, -1.0, -3.0], 0.5)

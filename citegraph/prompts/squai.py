@@ -89,13 +89,17 @@ Wrong: Graphene is a single carbon layer with high electron mobility and is used
 Right: Graphene is a single layer of carbon atoms [1] with very high electron mobility [2], which makes it useful in flexible electronics [3]."""
 
 
+#: the line that introduces SQuAI's sub-questions in Agent 4's prompt (the 1.5B composer sometimes copies it)
+SUB_QUESTIONS_HEADING = "The question has these parts; answer each:"
+
+
 def compose_prompt(question: str, sub_questions: list[str], docs: list[Document], max_words: int) -> str:
     """Agent 4's single call: the rules and the exemplars first, then the documents and the question
     (the embedded 1.5B model left out every citation when the exemplars followed the documents)."""
     blocks = "\n\n".join(f"[{i}] {doc_block(d, max_words)}" for i, d in enumerate(docs, 1))
     subs = ""
     if len(sub_questions) > 1:
-        subs = "The question has these parts; answer each:\n" + "\n".join(f"- {s}" for s in sub_questions) + "\n\n"
+        subs = SUB_QUESTIONS_HEADING + "\n" + "\n".join(f"- {s}" for s in sub_questions) + "\n\n"
     return (
         "Write a concise answer (three to six sentences) to the question using only the numbered documents.\n"
         "Rules:\n"

@@ -281,17 +281,30 @@ def supporting_sentences(answer: AttributedAnswer, verifier, max_evidence: int) 
     return out, checks
 
 
+def drop_echoed_heading(text: str) -> tuple[str, int]:
+    """Agent 4's prompt introduces the sub-questions with :data:`~citegraph.prompts.squai.SUB_QUESTIONS_HEADING`;
+    the embedded 1.5B composer opened 3 of 20 ASQA answers by copying it ("The question has these parts;
+    answer each: Who played the Weasley brothers in Harry Potter? [4]"). The copied heading is no part of
+    the answer: removed, with how many times it was there."""
+    pat = re.compile(r"\s*" + r"\s+".join(map(re.escape, P.SUB_QUESTIONS_HEADING.split())) + r"\s*", re.IGNORECASE)
+    out, n = pat.subn(" ", text)
+    return (out.strip(), n) if n else (text, 0)
+
+
 def attach_evidence(state: SquaiState, runtime: Runtime[SquaiContext]) -> dict:
     """Parse the cited answer (citations only into the merged list) and attach supporting sentences."""
     ctx = runtime.context
     docs = [m.document for m in state.merged]
     loops: list[str] = []
     text = clean_loops(state.generation, state.truncated, loops)
+    text, echoed = drop_echoed_heading(text)
     ans = answer_from_text(
         text, state.question, docs, method="squai", sub_questions=list(state.sub_questions),
         fallback=state.fallback, rel_scores=[m.rel_score for m in state.merged], raw_output=state.generation,
     )
     ans.warnings += [f"Agent 4 looped: {n}" for n in loops]
+    if echoed:
+        ans.warnings.append(f"Agent 4 copied its prompt's line {P.SUB_QUESTIONS_HEADING!r} into the answer (removed)")
     ans.warnings += [f"Agent 4 citation retry: {n}" for n in state.citation_retry]
     ans.warnings += [f"Agent 4 {n}" for n in state.cite_notes]
     if state.cite_mode:
