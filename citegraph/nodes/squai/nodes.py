@@ -281,13 +281,15 @@ def supporting_sentences(answer: AttributedAnswer, verifier, max_evidence: int) 
     return out, checks
 
 
+_ECHOED_HEADING = re.compile(r"\s*" + r"\s+".join(map(re.escape, P.SUB_QUESTIONS_HEADING.split())) + r"\s*", re.IGNORECASE)
+
+
 def drop_echoed_heading(text: str) -> tuple[str, int]:
     """Agent 4's prompt introduces the sub-questions with :data:`~citegraph.prompts.squai.SUB_QUESTIONS_HEADING`;
     the embedded 1.5B composer opened 3 of 20 ASQA answers by copying it ("The question has these parts;
     answer each: Who played the Weasley brothers in Harry Potter? [4]"). The copied heading is no part of
     the answer: removed, with how many times it was there."""
-    pat = re.compile(r"\s*" + r"\s+".join(map(re.escape, P.SUB_QUESTIONS_HEADING.split())) + r"\s*", re.IGNORECASE)
-    out, n = pat.subn(" ", text)
+    out, n = _ECHOED_HEADING.subn(" ", text)
     return (out.strip(), n) if n else (text, 0)
 
 
