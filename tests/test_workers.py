@@ -41,13 +41,15 @@ def question_of(body: dict) -> str:
 
 
 class Replies:
-    """Answers after ``delay`` s; requests numbered in ``hold_at`` wait until released (a kill lands
-    while its worker holds the item)."""
+    """Answers after ``delay`` s; the first asks of the questions numbered in ``hold_at`` (counting
+    questions in the order they are first asked) wait until released, so a kill lands while its worker
+    holds the item. A question asked again (a take-over) is never held: holding it would kill its
+    second worker too."""
 
     def __init__(self, delay: float, hold_at=()):
         self.delay = delay
         self.lock = threading.Lock()
-        self.n = 0
+        self.n = 0  # distinct questions asked so far
         self.log: list[str] = []
         self.held = {k: threading.Event() for k in hold_at}
         self.release = {k: threading.Event() for k in hold_at}
@@ -56,8 +58,9 @@ class Replies:
     def __call__(self, body):
         q = question_of(body)
         with self.lock:
-            self.n += 1
-            n = self.n
+            first = q not in self.log
+            self.n += first
+            n = self.n if first else 0
             self.log.append(q)
         if n in self.held:
             self.held_q[n] = q
