@@ -164,6 +164,20 @@ def test_messy_forms(text, expected):
     assert cites(text)[0] == expected
 
 
+@pytest.mark.parametrize("text,expected", [
+    # SQuAI's composer under the citation grammar (ASQA, 61152ca): a restated question, then its answer
+    ("Who performed at the final 2018? [4] 2Cellos performed at the final [1] [2].",
+     [("Who performed at the final 2018?", [4]), ("2Cellos performed at the final.", [1, 2])]),
+    ("It ended in 2018 [1]. 2Cellos performed there [2].", [("It ended in 2018.", [1]), ("2Cellos performed there.", [2])]),
+    ("Wow! 50 Cent sang [3].", [("Wow!", []), ("50 Cent sang.", [3])]),
+    # no citation before the period: "No. 5", "vol. 2" look the same, so it stays one sentence
+    ("He ranked No. 5 in the list [1].", [("He ranked No. 5 in the list.", [1])]),
+    ("It ended in 2018. 2Cellos performed [1].", [("It ended in 2018. 2Cellos performed.", [1])]),
+])
+def test_a_sentence_that_starts_with_a_digit_is_its_own(text, expected):
+    assert cites(text)[0] == expected
+
+
 @pytest.mark.parametrize("splitter", ["blingfire", "pysbd", "regex"])
 def test_trailing_citations_independent_of_splitter(splitter):
     p = parse_cited_text("Paris is in France. [1][2] It is large. [3]", n_docs=5, splitter=splitter)
