@@ -83,7 +83,7 @@ def _backend(name: str) -> Callable[[str], list[str]]:
 # 2018? 2Cellos performed there [1]." and "It ended in 2018 [1]. 2Cellos performed [2]." stay one
 # sentence each, so a question ran into its answer and two citations merged. Two boundaries are certain
 # there: "?" or "!" and then a digit, and a sentence end right after a citation group (how a cited
-# sentence is rendered: "text [1]."). "No. 5" and 'the song "Why?" 2 times' are not split.
+# sentence is rendered: "text [1]."). "No. 5" and "in 2018. 2Cellos" (no citation) are not split.
 _MISSED_BOUNDARY = re.compile(r"(?:(?<=[?!])|(?<=\][.?!]))\s+(?=\d)")
 
 
