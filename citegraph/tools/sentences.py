@@ -50,6 +50,14 @@ def punkt_sentences(text: str) -> list[str]:
     return punkt_tokenizer().tokenize(text)
 
 
+# blingfire never ends a sentence before a word that starts with a digit: "Who performed at the final
+# 2018? 2Cellos performed there [1]." and "It ended in 2018 [1]. 2Cellos performed [2]." stay one
+# sentence each, so a question ran into its answer and two citations merged. Two boundaries are certain
+# there: "?" or "!" and then a digit, and a sentence end right after a citation group (how a cited
+# sentence is rendered: "text [1]."). "No. 5" and "in 2018. 2Cellos" (no citation) are not split.
+_MISSED_BOUNDARY = re.compile(r"(?:(?<=[?!])|(?<=\][.?!]))\s+(?=\d)")
+
+
 @lru_cache(maxsize=None)
 def _backend(name: str) -> Callable[[str], list[str]]:
     if name == "blingfire":
@@ -57,7 +65,7 @@ def _backend(name: str) -> Callable[[str], list[str]]:
 
         def split(text: str) -> list[str]:
             out = blingfire.text_to_sentences(text)
-            return out.split("\n") if out else []
+            return [p for s in out.split("\n") for p in _MISSED_BOUNDARY.split(s)] if out else []
 
         return split
     if name == "pysbd":
@@ -79,14 +87,6 @@ def _backend(name: str) -> Callable[[str], list[str]]:
     raise ValueError(f"unknown sentence splitter {name!r} (choose blingfire, pysbd, spacy, regex, punkt)")
 
 
-# blingfire never ends a sentence before a word that starts with a digit: "Who performed at the final
-# 2018? 2Cellos performed there [1]." and "It ended in 2018 [1]. 2Cellos performed [2]." stay one
-# sentence each, so a question ran into its answer and two citations merged. Two boundaries are certain
-# there: "?" or "!" and then a digit, and a sentence end right after a citation group (how a cited
-# sentence is rendered: "text [1]."). "No. 5" and "in 2018. 2Cellos" (no citation) are not split.
-_MISSED_BOUNDARY = re.compile(r"(?:(?<=[?!])|(?<=\][.?!]))\s+(?=\d)")
-
-
 def split_sentences(text: str, splitter: str = DEFAULT_SPLITTER) -> list[str]:
     """Split ``text`` into sentences; paragraphs (blank-line or newline separated) never merge. With
     blingfire, also before a digit after "?", "!" or a cited sentence's end (which it misses)."""
@@ -94,11 +94,8 @@ def split_sentences(text: str, splitter: str = DEFAULT_SPLITTER) -> list[str]:
     out: list[str] = []
     for para in re.split(r"\n+", text):
         para = para.strip()
-        if not para:
-            continue
-        for s in split(para):
-            parts = _MISSED_BOUNDARY.split(s) if splitter == "blingfire" else [s]
-            out.extend(p.strip() for p in parts if p.strip())
+        if para:
+            out.extend(s.strip() for s in split(para) if s.strip())
     return out
 
 
