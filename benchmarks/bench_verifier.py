@@ -11,7 +11,9 @@
     claims excluded; premise = the claim's evidence passages joined); (c) FEVER-NLI test (never trained
     on; a label-stratified sample, --fever-sample); (d) the minimal-pair suite
     (benchmarks/data/minimal_pairs.jsonl: negation, role swap, entity swap, number/date, added detail,
-    supported paraphrase, two-sentence support, long premise, with controls), per category; (e) any
+    supported paraphrase, two-sentence support, long premise, with controls), per category, and
+    --sets minimal-blind, a second suite of the same categories written by helpers who saw neither
+    the first suite nor the checks' rules (benchmarks/data/minimal_pairs_blind.jsonl); (e) any
     file in LLM-AggreFact's format (dataset, doc, claim, label), per dataset and the leaderboard's
     average. The llm-judge is slow, so it (and the verifier again, for a like-for-like row) runs on a
     fixed seeded sample (--judge-sample, 0 = none).
@@ -65,9 +67,11 @@ def parse_args(argv=None):
     ap.add_argument("--skip-accuracy", action="store_true")
     ap.add_argument("--sets", default="heldout,expertqa,fever,minimal",
                     help="comma-separated: heldout, expertqa, fever (FEVER-NLI test), factcg (FactCG CG2C_doc), minimal (the minimal-pair "
-                         "suite), aggrefact (needs --aggrefact)")
+                         "suite), minimal-blind (a second suite, written by helpers who saw neither the first suite nor the "
+                         "checks' rules; docs/verifier.md), aggrefact (needs --aggrefact)")
     ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")
     ap.add_argument("--minimal-pairs", default=str(REPO / "benchmarks" / "data" / "minimal_pairs.jsonl"))
+    ap.add_argument("--minimal-blind", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_blind.jsonl"))
     ap.add_argument("--aggrefact", default=None, help="an LLM-AggreFact file (parquet, csv, tsv, jsonl) to score")
     ap.add_argument("--aggrefact-datasets", default="", help="only these of the file's datasets (comma-separated)")
     ap.add_argument("--threshold", type=float, default=None, help="decision threshold (default: the verifier's own)")
@@ -218,13 +222,18 @@ def load_sets(args, data: Path) -> list[tuple[str, list]]:
             if not path.exists():
                 die(f"missing {path}")
             out.append(("minimal pairs", read_minimal_pairs(path)))
+        elif name == "minimal-blind":
+            path = Path(args.minimal_blind)
+            if not path.exists():
+                die(f"missing {path}")
+            out.append(("minimal pairs, written blind", read_minimal_pairs(path)))
         elif name == "aggrefact":
             if not args.aggrefact:
                 die("--sets aggrefact needs --aggrefact FILE (LLM-AggreFact's dataset, doc, claim, label)")
             rows = read_aggrefact(args.aggrefact, [d for d in args.aggrefact_datasets.split(",") if d] or None)
             out.append((f"LLM-AggreFact file {Path(args.aggrefact).name}", rows))
         else:
-            die(f"--sets: unknown set {name!r} (heldout, expertqa, fever, factcg, minimal, aggrefact)")
+            die(f"--sets: unknown set {name!r} (heldout, expertqa, fever, factcg, minimal, minimal-blind, aggrefact)")
     if getattr(args, "premise", "as-is") == "best-sentences":
         from dataclasses import replace
 
@@ -328,10 +337,10 @@ def accuracy(args, data: Path):
                           ["label", "n", "mean P(entailed)", f"share >= {thr}"],
                           [(lab, len(v), f"{sum(v) / len(v):.3f}", f"{sum(x >= thr for x in v) / len(v):.3f}")
                            for lab, v in sorted(by.items())]))
-        if name == "minimal pairs":
+        if name.startswith("minimal pairs"):
             tab = minimal_pair_table(items, s, thr)
-            figures["minimal_pairs"] = tab
-            extra.append(("Minimal pairs by category (share decided right; control = supported claims kept)",
+            figures["minimal_pairs" if name == "minimal pairs" else "minimal_pairs_blind"] = tab
+            extra.append((f"{name[0].upper()}{name[1:]} by category (share decided right; control = supported claims kept)",
                           ["category", "n", "right", "share right"],
                           [(g, v["n"], v["right"], _pct(v["share"])) for g, v in tab.items()]))
         if name.startswith("LLM-AggreFact"):

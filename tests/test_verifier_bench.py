@@ -170,6 +170,32 @@ def test_minimal_pair_suite_covers_every_category_with_controls():
             assert len({r["premise"] for r in rs}) == 1, g
 
 
+def test_blind_minimal_pair_suite_has_the_first_suites_categories_and_a_control_per_premise():
+    """The second suite (docs/verifier.md, "written blind"): every category of the first, a control beside
+    each perturbed premise, wrong two-sentence combinations beside the right ones, long premises that are long."""
+    path = REPO / "benchmarks" / "data" / "minimal_pairs_blind.jsonl"
+    pairs = VS.read_minimal_pairs(path)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(pairs) >= 150 and len({p.id for p in pairs}) == len(pairs)
+    assert not {p.claim for p in pairs} & {p.claim for p in VS.read_minimal_pairs(SUITE)}
+    by = collections.Counter(p.group for p in pairs)
+    for cat, label in CATEGORIES.items():
+        assert by[cat] >= 16, cat
+        if cat != "long_premise":
+            assert {p.label for p in pairs if p.group == cat} == {label}, cat
+    assert by["two_sentence_neg"] >= 10 and {p.label for p in pairs if p.group == "two_sentence_neg"} == {0}
+    long = [p for p in pairs if p.group == "long_premise"]
+    assert {p.label for p in long} == {0, 1} and min(len(p.premise.split()) for p in long) >= 250
+    groups = collections.defaultdict(list)
+    for r in rows:
+        groups[r["group"]].append(r)
+    for g, rs in groups.items():
+        assert len({r["premise"] for r in rs}) == 1, g
+        if rs[0]["category"] not in ("paraphrase", "long_premise"):
+            ctl = [r for r in rs if r["category"] == "control"]
+            assert len(ctl) == 1 and ctl[0]["label"] == 1, g
+
+
 def test_minimal_pair_table_counts_right_decisions():
     pairs = [VS.CheckPair("p", "a", 0, "negation"), VS.CheckPair("p", "b", 0, "negation"),
              VS.CheckPair("p", "c", 1, "control")]
