@@ -217,16 +217,11 @@ def load_sets(args, data: Path) -> list[tuple[str, list]]:
             if not path.exists():
                 die(f"missing {path}")
             out.append(("FactCG CG2C_doc (checks' development set)", read_factcg(path)))
-        elif name == "minimal":
-            path = Path(args.minimal_pairs)
+        elif name in ("minimal", "minimal-blind"):
+            path = Path(args.minimal_pairs if name == "minimal" else args.minimal_blind)
             if not path.exists():
                 die(f"missing {path}")
-            out.append(("minimal pairs", read_minimal_pairs(path)))
-        elif name == "minimal-blind":
-            path = Path(args.minimal_blind)
-            if not path.exists():
-                die(f"missing {path}")
-            out.append(("minimal pairs, written blind", read_minimal_pairs(path)))
+            out.append(("minimal pairs" + ("" if name == "minimal" else ", written blind"), read_minimal_pairs(path)))
         elif name == "aggrefact":
             if not args.aggrefact:
                 die("--sets aggrefact needs --aggrefact FILE (LLM-AggreFact's dataset, doc, claim, label)")

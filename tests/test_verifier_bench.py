@@ -181,8 +181,7 @@ def test_blind_minimal_pair_suite_has_the_first_suites_categories_and_a_control_
     by = collections.Counter(p.group for p in pairs)
     for cat, label in CATEGORIES.items():
         assert by[cat] >= 16, cat
-        if cat != "long_premise":
-            assert {p.label for p in pairs if p.group == cat} == {label}, cat
+        assert {p.label for p in pairs if p.group == cat} == {label}, cat
     assert by["two_sentence_neg"] >= 10 and {p.label for p in pairs if p.group == "two_sentence_neg"} == {0}
     long = [p for p in pairs if p.group == "long_premise"]
     assert {p.label for p in long} == {0, 1} and min(len(p.premise.split()) for p in long) >= 250
