@@ -13,7 +13,9 @@
     (benchmarks/data/minimal_pairs.jsonl: negation, role swap, entity swap, number/date, added detail,
     supported paraphrase, two-sentence support, long premise, with controls), per category, and
     --sets minimal-blind, a second suite of the same categories written by helpers who saw neither
-    the first suite nor the checks' rules (benchmarks/data/minimal_pairs_blind.jsonl); (e) any
+    the first suite nor the checks' rules (benchmarks/data/minimal_pairs_blind.jsonl), and --sets
+    minimal-third, a third, written blind again, to judge changes made while reading the second
+    (benchmarks/data/minimal_pairs_third.jsonl); (e) any
     file in LLM-AggreFact's format (dataset, doc, claim, label), per dataset and the leaderboard's
     average. The llm-judge is slow, so it (and the verifier again, for a like-for-like row) runs on a
     fixed seeded sample (--judge-sample, 0 = none).
@@ -38,6 +40,14 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+
+# --sets name -> (the table's title, the argument naming its file, its key in the figures written)
+MINIMAL_SUITES = {
+    "minimal": ("minimal pairs", "minimal_pairs", "minimal_pairs"),
+    "minimal-blind": ("minimal pairs, written blind", "minimal_blind", "minimal_pairs_blind"),
+    "minimal-third": ("minimal pairs, third suite (written blind)", "minimal_third", "minimal_pairs_third"),
+}
+
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -68,10 +78,12 @@ def parse_args(argv=None):
     ap.add_argument("--sets", default="heldout,expertqa,fever,minimal",
                     help="comma-separated: heldout, expertqa, fever (FEVER-NLI test), factcg (FactCG CG2C_doc), minimal (the minimal-pair "
                          "suite), minimal-blind (a second suite, written by helpers who saw neither the first suite nor the "
-                         "checks' rules; docs/verifier.md), aggrefact (needs --aggrefact)")
+                         "checks' rules; docs/verifier.md), minimal-third (a third, written blind again: judges changes made "
+                         "while reading the second), aggrefact (needs --aggrefact)")
     ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")
     ap.add_argument("--minimal-pairs", default=str(REPO / "benchmarks" / "data" / "minimal_pairs.jsonl"))
     ap.add_argument("--minimal-blind", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_blind.jsonl"))
+    ap.add_argument("--minimal-third", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_third.jsonl"))
     ap.add_argument("--aggrefact", default=None, help="an LLM-AggreFact file (parquet, csv, tsv, jsonl) to score")
     ap.add_argument("--aggrefact-datasets", default="", help="only these of the file's datasets (comma-separated)")
     ap.add_argument("--threshold", type=float, default=None, help="decision threshold (default: the verifier's own)")
@@ -217,18 +229,19 @@ def load_sets(args, data: Path) -> list[tuple[str, list]]:
             if not path.exists():
                 die(f"missing {path}")
             out.append(("FactCG CG2C_doc (checks' development set)", read_factcg(path)))
-        elif name in ("minimal", "minimal-blind"):
-            path = Path(args.minimal_pairs if name == "minimal" else args.minimal_blind)
+        elif name in MINIMAL_SUITES:
+            title, arg, _ = MINIMAL_SUITES[name]
+            path = Path(getattr(args, arg))
             if not path.exists():
                 die(f"missing {path}")
-            out.append(("minimal pairs" + ("" if name == "minimal" else ", written blind"), read_minimal_pairs(path)))
+            out.append((title, read_minimal_pairs(path)))
         elif name == "aggrefact":
             if not args.aggrefact:
                 die("--sets aggrefact needs --aggrefact FILE (LLM-AggreFact's dataset, doc, claim, label)")
             rows = read_aggrefact(args.aggrefact, [d for d in args.aggrefact_datasets.split(",") if d] or None)
             out.append((f"LLM-AggreFact file {Path(args.aggrefact).name}", rows))
         else:
-            die(f"--sets: unknown set {name!r} (heldout, expertqa, fever, factcg, minimal, minimal-blind, aggrefact)")
+            die(f"--sets: unknown set {name!r} (heldout, expertqa, fever, factcg, minimal, minimal-blind, minimal-third, aggrefact)")
     if getattr(args, "premise", "as-is") == "best-sentences":
         from dataclasses import replace
 
@@ -334,7 +347,7 @@ def accuracy(args, data: Path):
                            for lab, v in sorted(by.items())]))
         if name.startswith("minimal pairs"):
             tab = minimal_pair_table(items, s, thr)
-            figures["minimal_pairs" if name == "minimal pairs" else "minimal_pairs_blind"] = tab
+            figures[next(key for title, _, key in MINIMAL_SUITES.values() if title == name)] = tab
             extra.append((f"{name[0].upper()}{name[1:]} by category (share decided right; control = supported claims kept)",
                           ["category", "n", "right", "share right"],
                           [(g, v["n"], v["right"], _pct(v["share"])) for g, v in tab.items()]))

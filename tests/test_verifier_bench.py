@@ -170,21 +170,27 @@ def test_minimal_pair_suite_covers_every_category_with_controls():
             assert len({r["premise"] for r in rs}) == 1, g
 
 
-def test_blind_minimal_pair_suite_has_the_first_suites_categories_and_a_control_per_premise():
-    """The second suite (docs/verifier.md, "written blind"): every category of the first, a control beside
-    each perturbed premise, wrong two-sentence combinations beside the right ones, long premises that are long."""
-    path = REPO / "benchmarks" / "data" / "minimal_pairs_blind.jsonl"
+@pytest.mark.parametrize("name, others", [("minimal_pairs_blind.jsonl", ["minimal_pairs.jsonl"]),
+                                           ("minimal_pairs_third.jsonl", ["minimal_pairs.jsonl", "minimal_pairs_blind.jsonl"])])
+def test_blind_minimal_pair_suites_have_the_first_suites_categories_and_a_control_per_premise(name, others):
+    """The suites written blind (docs/verifier.md): every category of the first, a control beside each
+    perturbed premise, wrong two-sentence combinations beside the right ones, long premises that are long,
+    and no claim or premise shared with an earlier suite."""
+    path = REPO / "benchmarks" / "data" / name
     pairs = VS.read_minimal_pairs(path)
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(pairs) >= 150 and len({p.id for p in pairs}) == len(pairs)
-    assert not {p.claim for p in pairs} & {p.claim for p in VS.read_minimal_pairs(SUITE)}
+    for other in others:
+        earlier = VS.read_minimal_pairs(REPO / "benchmarks" / "data" / other)
+        assert not {p.claim for p in pairs} & {p.claim for p in earlier}
+        assert not {p.premise for p in pairs} & {p.premise for p in earlier}
     by = collections.Counter(p.group for p in pairs)
     for cat, label in CATEGORIES.items():
         assert by[cat] >= 16, cat
         assert {p.label for p in pairs if p.group == cat} == {label}, cat
     assert by["two_sentence_neg"] >= 10 and {p.label for p in pairs if p.group == "two_sentence_neg"} == {0}
     long = [p for p in pairs if p.group == "long_premise"]
-    assert {p.label for p in long} == {0, 1} and min(len(p.premise.split()) for p in long) >= 250
+    assert {p.label for p in long} == {0, 1} and min(len(p.premise.split()) for p in long) >= 200
     groups = collections.defaultdict(list)
     for r in rows:
         groups[r["group"]].append(r)
