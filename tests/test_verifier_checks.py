@@ -307,3 +307,50 @@ def test_a_relation_between_two_names_turned_round():
     f = find_conflicts(family, "Lucille Ball is the daughter of Lucie Arnaz.")[0]
     assert str(f) == ("role: the claim makes 'Lucille Ball' the daughter of 'Lucie Arnaz'; "
                       "the premise says it the other way round")
+
+
+RACE = ("The 2024 Tolvik half marathon drew 2,310 finishers, up from 1,980 the year before. "
+        "The operating margin of its sponsor improved from 8 percent to 11 percent. "
+        "Three in ten runners were over fifty. The new chip timer logs 60 splits per second, four times as many "
+        "splits as the old one. The winner finished in 1 hour, 4 minutes and 9 seconds.")
+
+
+@pytest.mark.parametrize("claim", [
+    "The Tolvik half marathon had 330 more finishers in 2024 than the year before.",  # a difference
+    "The sponsor's operating margin rose by three percentage points, to 11 percent.",  # in points
+    "Thirty percent of the Tolvik runners were over fifty.",  # a share as a percentage
+    "The old chip timer logged 15 splits per second.",  # a stated multiple
+    "The Tolvik winner finished in 1:04:09.",  # a clock time's components
+])
+def test_numbers_computed_from_the_premise_are_not_conflicts(claim):
+    assert kinds(RACE, claim) == []
+
+
+@pytest.mark.parametrize("claim", [
+    "The Tolvik half marathon had 430 more finishers in 2024 than the year before.",  # a wrong difference
+    "The sponsor's operating margin improved by 3 percent.",  # a difference of percentages is in points
+    "The old chip timer logged 15 finishers per second.",  # the multiple, but of another unit
+    "The Tolvik half marathon drew 2,310 finishers in 2027.",  # a sum of two numbers is never a year
+])
+def test_numbers_not_computed_from_the_premise_still_conflict(claim):
+    assert kinds(RACE, claim) == ["number"]
+
+
+@pytest.mark.parametrize("premise, claim", [
+    ("The council declined to fund the new stadium in Arvik.", "The council agreed to fund the new stadium in Arvik."),
+    ("The judge ruled out a retrial for the Arvik defendant.", "The judge ordered a retrial for the Arvik defendant."),
+    ("The club said the striker has not yet signed a new contract with Arden.",
+     "The striker has signed a new contract with Arden."),
+])
+def test_refusals_and_not_yet_are_negations(premise, claim):
+    assert kinds(premise, claim) == ["negation"]
+
+
+@pytest.mark.parametrize("premise, claim", [
+    ("The minister refused to comment on the Arvik report.", "The minister declined to comment on the Arvik report."),
+    ("The club said the striker has not yet signed a new contract with Arden.",
+     "The striker has yet to sign a new contract with Arden."),
+    ("Arvik's sales declined to 40 units in May.", "Arvik's sales fell to 40 units in May."),  # not a refusal
+])
+def test_refusals_restated_are_not_conflicts(premise, claim):
+    assert kinds(premise, claim) == []

@@ -6,10 +6,14 @@ supported by premises saying the opposite (docs/verifier.md). :func:`find_confli
 kinds of conflict between a claim and the premise sentence it aligns with, by rules over words (no
 tagger or parser ships here):
 
-- ``negation``: the claim negates words the premise asserts, or asserts words the premise only negates;
+- ``negation``: the claim negates words the premise asserts, or asserts words the premise only negates
+  (a negation is also "declined to" / "refused to" before a verb, and "ruled out"; "not yet signed"
+  negates "signed");
 - ``antonym``: the claim has a word whose opposite (rose/fell, approved/rejected, effective/ineffective)
   stands in the aligned premise sentence instead;
-- ``number``: a number, month or year of the claim is nowhere in the premise;
+- ``number``: a number, month or year of the claim is nowhere in the premise, and does not follow from
+  the premise's numbers by one plain step the claim's words announce (a difference, a total, a share as a
+  percentage, a stated multiple, a span of years; :func:`_derived`);
 - ``name``: a capitalised name of the claim is nowhere in the premise;
 - ``role``: two names or common nouns on either side of a shared verb or comparative trade sides (A
   acquired B / B acquired A), with the passive voice taken into account; or a relation, two values or two
@@ -50,6 +54,10 @@ between through against among while if but because although though whether not n
 
 _NEG = {"not", "no", "never", "n't", "without", "none", "nobody", "nothing", "neither", "nor", "cannot",
         "lack", "lacks", "lacked", "lacking", "unable", "fail", "fails", "failed", "absent"}
+# verbs that negate what follows "to" ("declined to fund the pool"); "ruled out" is read the same way
+_REFUSAL = {"declined", "declines", "decline", "refused", "refuses", "refuse"}
+# words between a negation and what it negates ("not yet signed", "not even tested")
+_NEG_MODIFIERS = {"yet", "even", "necessarily", "always", "entirely", "fully", "quite"}
 _ASIDES = {"however", "though", "therefore", "moreover", "furthermore", "nevertheless", "indeed", "apparently",
            "reportedly", "surprisingly", "unfortunately", "initially", "originally"}
 _NEG_PHRASES_SKIP = {("not", "only"), ("not", "just"), ("not", "merely"), ("not", "simply"), ("no", "less"), ("not", "less"), ("no", "doubt"),
@@ -204,9 +212,11 @@ def _neg_scopes(t: _Text, claim: bool = False) -> list[tuple[int, int, set[str],
     out = []
     n = len(t.lower)
     for i, w in enumerate(t.lower):
-        if w not in _NEG:
-            continue
         nxt = t.lower[i + 1] if i + 1 < n else ""
+        after = t.lower[i + 2] if i + 2 < n else ""
+        if w not in _NEG and not ((w in _REFUSAL and nxt == "to" and after.isalpha() and after not in STOP)
+                                  or (w in ("ruled", "rules", "rule") and nxt == "out")):
+            continue
         if (w, nxt) in _NEG_PHRASES_SKIP or "or" in t.lower[max(0, i - 3): i]:
             continue
         if w == "no" and nxt in ("more", "fewer", "less", "later", "earlier") and t.lower[i + 2: i + 3] == ["than"] \
@@ -220,8 +230,14 @@ def _neg_scopes(t: _Text, claim: bool = False) -> list[tuple[int, int, set[str],
             if t.lower[end] == "," and end + 2 < n and t.lower[end + 1] in _ASIDES and t.lower[end + 2] == ",":
                 end, limit = end + 3, min(n, limit + 3)  # "does not, however, add": the aside is not the scope's end
                 continue
+            if end == i + 1 and t.lower[end] in _NEG_MODIFIERS:  # "not yet signed": the head is "signed"
+                end += 1
+                continue
             if t.lower[end] in _CLAUSE_END:
                 break
+            if end == i + 1 and t.lower[end] in ("to", "out") and w not in _NEG:
+                end += 1  # "declined to fund", "ruled out a retrial": the scope starts after the particle
+                continue
             if _is_content(t.lower[end]):
                 scope.add(t.stems[end])
                 if not (claim and end == i + 1 and t.lower[end] == "longer"):  # "no longer effective": "effective"
@@ -351,6 +367,12 @@ class _Pair:
         return bool(c) and self.best_overlap >= max(2, 0.5 * len(c))
 
 
+def _negative_meaning(t: _Text) -> bool:
+    """``t`` has a word that says "not" without a negation ("refused", "ruled out", "yet to")."""
+    return any(w in _NEGATIVE_MEANING and (w != "ruled" or t.lower[k + 1: k + 2] == ["out"])
+               for k, w in enumerate(t.lower))
+
+
 def _negation(p: _Pair) -> Finding | None:
     prem_scopes = _neg_scopes(p.premise)
     prem_negated: set[str] = set().union(*[sc for _, _, sc, _ in prem_scopes]) if prem_scopes else set()
@@ -376,7 +398,7 @@ def _negation(p: _Pair) -> Finding | None:
     if claim_scopes or len(p.claim.tokens) > 40:
         return None
     # the claim asserts what the premise only negates: the negated word of the sentence it aligns with ...
-    if p.aligned() and not any(w in _NEGATIVE_MEANING for w in p.claim.lower):
+    if p.aligned() and not _negative_meaning(p.claim):
         for i, _, _, head in best_scopes:
             # the word right after the cue ("was not broken", "does not add"), not a name ("no Trucks")
             k = next((k for k in range(i + 1, min(i + 4, len(p.best.stems))) if p.best.stems[k] == head), None)
@@ -386,12 +408,12 @@ def _negation(p: _Pair) -> Finding | None:
                 return Finding("negation", f"the premise negates {_show(p.claim, {head})}, the claim asserts it")
     # ... or a negated verb of the premise together with a word the premise says only under that negation
     # ("did not protect infants" -> "protected infants"), or two such words
-    if p.coverage() >= 0.7 and not any(w in _NEGATIVE_MEANING for w in p.claim.lower):
+    if p.coverage() >= 0.7 and not _negative_meaning(p.claim):
         for _, _, sc, head in prem_scopes:
             only = (sc & p.claim_content) - prem_positive - {head}
             if head in p.claim_content and only and not p.premise.tokens[p.premise.stems.index(head)][0].isupper():
                 return Finding("negation", f"the premise negates {_show(p.claim, only | {head})}, the claim asserts it")
-    if p.coverage() >= 0.7:
+    if p.coverage() >= 0.7 and not _negative_meaning(p.claim):
         only_negated = {s for s in p.claim_content if s in prem_negated and s not in prem_positive}
         if len(only_negated) >= 2:
             return Finding("negation", f"the premise negates {_show(p.claim, only_negated)}, the claim asserts it")
@@ -427,33 +449,63 @@ def _comparison_turned(p: _Pair, comp: str, ants: dict[str, set[str]]) -> bool:
     return False
 
 
+def _canonical(x: str) -> str:
+    """A number without leading zeros ("04" of "1:04:09" is the 4 of "4 minutes")."""
+    return str(int(x)) if x.isdigit() else x
+
+
 def _number(p: _Pair) -> Finding | None:
     claim_nums = _numbers(p.claim_text, p.claim, claim=True)
     if not claim_nums or p.coverage() < 0.5:
         return None
     prem_nums = _numbers(p.premise_text, p.premise)
     prem_text = p.premise_text.replace(",", "")
-    missing = sorted(x for x in claim_nums if x not in prem_nums and not re.search(rf"(?<![\d.]){re.escape(x)}(?![\d])", prem_text))
-    if missing:
-        missing = [x for x in missing if not _derived(x, p, prem_nums)]
+    canon = {_canonical(x) for x in prem_nums}
+    missing = sorted(x for x in claim_nums if x not in prem_nums and _canonical(x) not in canon
+                     and not re.search(rf"(?<![\d.]){re.escape(x)}(?![\d])", prem_text))
+    derived = {x for x in missing if _derived(x, p, prem_nums)}
+    missing = [x for x in missing if x not in derived]
     if missing:
         return Finding("number", f"{', '.join(missing)} not in the premise")
-    return _number_slot(p)
+    return _number_slot(p, skip=derived)
 
 
 _SHARE = re.compile(r"\b(half|a third|one third|a quarter|one quarter)\s+of\s+(?:the\s+|its\s+|their\s+)?(\d[\d,]*)\b", re.I)
 _YEARS_LATER = re.compile(r"\b([A-Za-z]+|\d+)\s+years?\s+(later|after|afterwards|earlier|before)\b", re.I)
 
 
+def _value(x: str) -> float | None:
+    try:
+        return float(x)
+    except ValueError:
+        return None
+
+
+# words of a claim that say it computes: a difference ("330 more finishers", "rose by three points"), a
+# total ("1,200 seats in all"), a share ("30 percent" for "three in ten")
+_DIFFERENCE_WORDS = {"more", "fewer", "less", "higher", "lower", "longer", "shorter", "larger", "smaller", "up",
+                     "down", "rose", "risen", "fell", "fallen", "increase", "increased", "decrease", "decreased",
+                     "gap", "difference", "points", "later", "after", "earlier", "before", "gained", "lost",
+                     "dropped", "grew", "shrank", "cut", "shortened", "extra", "additional", "by", "ahead", "behind"}
+_TOTAL_WORDS = {"total", "all", "combined", "together", "altogether", "overall", "sum"}
+_PERCENT_AFTER = re.compile(r"^\s*(?:%|percent\b|per\s+cent\b)", re.I)
+_IN_EVERY = re.compile(r"\b(\d[\d,]*|[a-z]+)\s+(?:in|out\s+of)\s+(?:every\s+)?(\d[\d,]*|[a-z]+)\b", re.I)
+_TIMES = re.compile(r"\b(twice|thrice|half|([A-Za-z]+|\d+(?:\.\d+)?)\s+times)\b", re.I)
+
+
 def _derived(x: str, p: _Pair, prem_nums: set[str]) -> bool:
     """The claim's number ``x`` follows from the premise's by one plain step: "twice" (2), "half of the 40
-    seats" (20), a year and "two years later" (2018), or a span of years between two years the premise
-    gives ("276 years" from "from 1368 to 1644")."""
-    if not x.isdigit():
+    seats" (20), a year and "two years later" (2018), a span of years between two years the premise
+    gives ("276 years" from "from 1368 to 1644"); where the claim's words say it computes, the difference
+    or sum of two of the premise's numbers ("330 more finishers" from 2,310 and 1,980; "three percentage
+    points" from 8 and 11 percent), a share as a percentage ("30 percent" from "three in ten", "60
+    percent" for the rest of 40 percent, "50 percent" for "by half"), or a number times or divided by a
+    multiple the premise states ("15 splits" from "60 splits ..., four times as many as the old one")."""
+    v = _value(x)
+    if v is None:
         return False
-    v = int(x)
     words = p.premise.lower
-    if (v == 2 and "twice" in words) or (v == 3 and "thrice" in words):
+    if x.isdigit() and ((v == 2 and "twice" in words) or (v == 3 and "thrice" in words)):
         return True
     for m in _SHARE.finditer(p.premise_text):
         n = int(m.group(2).replace(",", ""))
@@ -466,14 +518,63 @@ def _derived(x: str, p: _Pair, prem_nums: set[str]) -> bool:
         if n.isdigit() and any(v == y + int(n) * (1 if m.group(2).lower().startswith(("later", "after")) else -1)
                                for y in years):
             return True
-    if re.search(rf"\b{v}\s+years\b", p.claim_text) and any(v == abs(a - b) for a in years for b in years):
+    c = p.claim
+    claim_words = set(c.lower)
+    spelled = [w for w, d in _WORD_NUMBERS.items() if d == x]
+    if re.search(rf"\b(?:{'|'.join([re.escape(x)] + spelled)})\s+years\b", p.claim_text, re.I) \
+            and any(v == abs(a - b) for a in years for b in years):
         return True
+    values = sorted({y for y in map(_value, prem_nums) if y is not None})
+    close = lambda a, b: abs(a - b) < 1e-9 * max(1.0, abs(b))  # noqa: E731
+    forms = "|".join([re.escape(x)] + spelled)
+    at = [m for m in re.finditer(rf"(?<![\d.])(?:{forms})(?![\d\w])", p.claim_text.replace(",", ""), re.I)]
+    percent = any(_PERCENT_AFTER.match(p.claim_text.replace(",", "")[m.end():]) for m in at)
+    # the difference or sum of two numbers of one premise sentence ("2,310 finishers, up from 1,980"), never a
+    # year; a difference of two percentages is in points ("improved by 3 percent" is not 8 -> 11 percent)
+    if not (x.isdigit() and 1000 <= v <= 2100):
+        for sent in p.sents:
+            nums = sorted({y for y in map(_value, _numbers(" ".join(sent.tokens), sent)) if y is not None})
+            pairs = [(a, b) for i, a in enumerate(nums) for b in nums[i + 1:]]
+            if claim_words & _DIFFERENCE_WORDS and not percent and any(close(v, b - a) for a, b in pairs):
+                return True
+            if claim_words & _TOTAL_WORDS and any(close(v, a + b) for a, b in pairs):
+                return True
+    if percent:  # "three in ten", "12 out of 40"; the rest of a percentage; "half"
+        shares = []
+        for m in _IN_EVERY.finditer(p.premise_text):
+            a, b = (_value(_WORD_NUMBERS.get(g.lower(), g.replace(",", ""))) for g in (m.group(1), m.group(2)))
+            if a is not None and b:
+                shares.append(100 * a / b)
+        shares += [100 - a for a in map(_value, re.findall(r"(\d+(?:\.\d+)?)\s*(?:%|percent|per cent)",
+                                                            p.premise_text, re.I)) if a is not None and 0 < a < 100]
+        if "half" in words:
+            shares.append(50.0)
+        if any(abs(v - s) < 0.5 or close(v, round(s, 1)) for s in shares):
+            return True
+    # a number of the same unit times or divided by a multiple the premise states ("15 splits" from "60
+    # splits ..., four times as many")
+    unit = {c.stems[k + 1] for k in range(len(c.tokens) - 1) if _canonical_token(c, k) == x}
+    same_unit = {_value(_canonical_token(t, k)) for t in (p.premise,) for k in range(len(t.tokens) - 1)
+                 if t.stems[k + 1] in unit and _value(_canonical_token(t, k)) is not None}
+    for m in _TIMES.finditer(p.premise_text):
+        word = m.group(1).lower()
+        k = {"twice": 2.0, "thrice": 3.0, "half": 2.0}.get(word)
+        if k is None:
+            k = _value(_WORD_NUMBERS.get(m.group(2).lower(), m.group(2)))
+        if k and any(close(v, a / k) or close(v, a * k) for a in same_unit):
+            return True
     return False
 
 
-def _number_slot(p: _Pair) -> Finding | None:
+def _canonical_token(t: _Text, k: int) -> str:
+    """The number token ``k`` of ``t`` stands for ("40", "4" for "four"), or ""."""
+    return _WORD_NUMBERS.get(t.lower[k], t.tokens[k].replace(",", "") if t.tokens[k][:1].isdigit() else "")
+
+
+def _number_slot(p: _Pair, skip: set[str] = frozenset()) -> Finding | None:
     """A number of the claim stands in the premise, but the word after it (its unit: "310 metres") follows
-    another number there, and never this one ("142 metres" in the premise, 310 of something else)."""
+    another number there, and never this one ("142 metres" in the premise, 310 of something else); numbers
+    in ``skip`` (computed from the premise's, :func:`_derived`) are not read this way."""
     c = p.claim
     if p.coverage() < 0.5:
         return None
@@ -489,6 +590,8 @@ def _number_slot(p: _Pair) -> Finding | None:
         if k and c.lower[k - 1] in _BOUND:
             continue
         num = _WORD_NUMBERS.get(c.lower[k], c.tokens[k].replace(",", ""))
+        if num in skip:
+            continue
         others = follows.get(c.stems[k + 1], set())
         if others and num not in others:
             return Finding("number", f"{c.tokens[k]} {c.tokens[k + 1]}: the premise has "
