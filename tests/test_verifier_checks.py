@@ -351,6 +351,7 @@ def test_refusals_and_not_yet_are_negations(premise, claim):
     ("The club said the striker has not yet signed a new contract with Arden.",
      "The striker has yet to sign a new contract with Arden."),
     ("Arvik's sales declined to 40 units in May.", "Arvik's sales fell to 40 units in May."),  # not a refusal
+    ("The mayor was fined for refusing to sign the Arvik budget.", "The mayor refused to sign the Arvik budget."),
 ])
 def test_refusals_restated_are_not_conflicts(premise, claim):
     assert kinds(premise, claim) == []

@@ -55,7 +55,7 @@ between through against among while if but because although though whether not n
 _NEG = {"not", "no", "never", "n't", "without", "none", "nobody", "nothing", "neither", "nor", "cannot",
         "lack", "lacks", "lacked", "lacking", "unable", "fail", "fails", "failed", "absent"}
 # verbs that negate what follows "to" ("declined to fund the pool"); "ruled out" is read the same way
-_REFUSAL = {"declined", "declines", "decline", "refused", "refuses", "refuse"}
+_REFUSAL = {"declined", "declines", "decline", "declining", "refused", "refuses", "refuse", "refusing"}
 # words between a negation and what it negates ("not yet signed", "not even tested")
 _NEG_MODIFIERS = {"yet", "even", "necessarily", "always", "entirely", "fully", "quite"}
 _ASIDES = {"however", "though", "therefore", "moreover", "furthermore", "nevertheless", "indeed", "apparently",
