@@ -614,3 +614,34 @@ def test_compare_verifiers_prints_paired_differences_and_refuses_bad_input(tmp_p
     (cache / "better.json").write_text(json.dumps([0.9]))
     assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache)]) == 2
     assert "not 80 scores" in capsys.readouterr().err
+
+
+def test_judge_veto_bench_asks_the_judge_only_where_the_first_says_supported(capsys):
+    """benchmarks/bench_judge_veto.py: the judge is asked about the pairs the first calls supported, and a
+    pair stays supported only if it agrees; the table says so per suite."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("bench_judge_veto", REPO / "benchmarks" / "bench_judge_veto.py")
+    veto = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(veto)
+
+    from citegraph.tools.verifier import FunctionVerifier, register_verifier
+
+    asked: list[str] = []
+
+    def judge(p, h):
+        asked.append(h)
+        return 0.1 if "not" in h.split() or "never" in h.split() else 0.9
+
+    register_verifier("stub:veto-first", FunctionVerifier(lambda p, h: 0.9 if len(h) % 2 else 0.2, spec="stub:veto-first"))
+    register_verifier("stub:veto-judge", FunctionVerifier(judge, spec="stub:veto-judge"))
+    assert veto.main(["--first", "stub:veto-first", "--judge", "stub:veto-judge", "--heldout", "0", "--expertqa", "0",
+                      "--suites", "minimal-third"]) == 0
+    pairs = VS.read_minimal_pairs(REPO / "benchmarks" / "data" / "minimal_pairs_third.jsonl")
+    first = [len(p.claim) % 2 == 1 for p in pairs]
+    assert sorted(asked) == sorted(p.claim for p, f in zip(pairs, first) if f)  # only the first's "supported"
+    kept = [f and not ({"not", "never"} & set(p.claim.split())) for p, f in zip(pairs, first)]
+    want = veto.balanced([p.label for p in pairs], kept)
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| minimal-third"))
+    assert f"| {want[0]:.1f} / {want[1]:.1f} / {want[2]:.1f} |" in row
+    assert f"| {100 * sum(first) / len(pairs):.0f}% |" in row
+    assert veto.balanced([1, 1, 0, 0], [True, False, False, True]) == (50.0, 50.0, 50.0)
