@@ -6,7 +6,8 @@
 
 The first verifier scores every pair; the judge is asked only where the first says supported (score at
 or above 0.5) and a pair stays supported only if the judge agrees. Per set: balanced accuracy, TPR and
-TNR of the first alone and with the veto, the paired bootstrap difference (2,000 resamples, 95%), the
+TNR of the first alone and with the veto, the paired bootstrap difference (2,000 resamples, 95%;
+scripts/compare_lm_checkers.py's), the
 share of pairs the judge was asked about and its seconds per pair. Held-out and ExpertQA are
 label-stratified samples (--seed); the minimal-pair suites are scored whole. docs/verifier.md ("A third
 suite, from a neutral brief") has the figures.
@@ -20,29 +21,20 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path[:0] = [str(REPO / "benchmarks"), str(REPO / "scripts")]
 
 import bench_verifier as B  # noqa: E402  (its readers and its data folder)
+from compare_lm_checkers import paired_difference  # noqa: E402  (the project's paired bootstrap)
+
+from citegraph.eval.verifier_sets import _bacc  # noqa: E402  (the benchmark's own balanced accuracy)
 
 
 def balanced(y: list[int], pred: list[bool]) -> tuple[float, float, float]:
-    pos = [p for p, lab in zip(pred, y) if lab]
-    neg = [not p for p, lab in zip(pred, y) if not lab]
-    tpr, tnr = 100 * sum(pos) / len(pos), 100 * sum(neg) / len(neg)
-    return (tpr + tnr) / 2, tpr, tnr
-
-
-def paired_interval(y, a, b, seed: int, n: int = 2000) -> tuple[float, float]:
-    rng = random.Random(seed)
-    diffs = []
-    for _ in range(n):
-        idx = [rng.randrange(len(y)) for _ in y]
-        yy = [y[i] for i in idx]
-        if 0 < sum(yy) < len(yy):
-            diffs.append(balanced(yy, [b[i] for i in idx])[0] - balanced(yy, [a[i] for i in idx])[0])
-    diffs.sort()
-    return diffs[int(0.025 * len(diffs))], diffs[int(0.975 * len(diffs)) - 1]
+    """Balanced accuracy, TPR and TNR in percent."""
+    return tuple(100 * v for v in _bacc(y, [int(p) for p in pred]))
 
 
 def stratified(rows: list, n: int, rng: random.Random) -> list:
@@ -96,9 +88,9 @@ def main(argv=None) -> int:
         alone = [v >= 0.5 for v in f]
         veto = [k in j and j[k] >= 0.5 for k in range(len(f))]
         a, b = balanced(y, alone), balanced(y, veto)
-        lo, hi = paired_interval(y, alone, veto, args.seed)
+        _, (lo, hi) = paired_difference(np.array(y), np.array(veto, float), np.array(alone, float), 2000, args.seed)
         print(f"| {name} | {len(rows)} | {a[0]:.1f} / {a[1]:.1f} / {a[2]:.1f} | {b[0]:.1f} / {b[1]:.1f} / {b[2]:.1f} "
-              f"| {b[0] - a[0]:+.1f} [{lo:+.1f}, {hi:+.1f}] | {100 * len(ask) / len(rows):.0f}% | {per:.2f} |", flush=True)
+              f"| {b[0] - a[0]:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] | {100 * len(ask) / len(rows):.0f}% | {per:.2f} |", flush=True)
     return 0
 
 

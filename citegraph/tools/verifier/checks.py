@@ -481,6 +481,11 @@ def _value(x: str) -> float | None:
         return None
 
 
+def _canonical_token(t: _Text, k: int) -> str:
+    """The number token ``k`` of ``t`` stands for ("40", "4" for "four"), or ""."""
+    return _WORD_NUMBERS.get(t.lower[k], t.tokens[k].replace(",", "") if t.tokens[k][:1].isdigit() else "")
+
+
 # words of a claim that say it computes: a difference ("330 more finishers", "rose by three points"), a
 # total ("1,200 seats in all"), a share ("30 percent" for "three in ten")
 _DIFFERENCE_WORDS = {"more", "fewer", "less", "higher", "lower", "longer", "shorter", "larger", "smaller", "up",
@@ -524,11 +529,11 @@ def _derived(x: str, p: _Pair, prem_nums: set[str]) -> bool:
     if re.search(rf"\b(?:{'|'.join([re.escape(x)] + spelled)})\s+years\b", p.claim_text, re.I) \
             and any(v == abs(a - b) for a in years for b in years):
         return True
-    values = sorted({y for y in map(_value, prem_nums) if y is not None})
     close = lambda a, b: abs(a - b) < 1e-9 * max(1.0, abs(b))  # noqa: E731
+    text = p.claim_text.replace(",", "")
     forms = "|".join([re.escape(x)] + spelled)
-    at = [m for m in re.finditer(rf"(?<![\d.])(?:{forms})(?![\d\w])", p.claim_text.replace(",", ""), re.I)]
-    percent = any(_PERCENT_AFTER.match(p.claim_text.replace(",", "")[m.end():]) for m in at)
+    percent = any(_PERCENT_AFTER.match(text[m.end():])
+                  for m in re.finditer(rf"(?<![\d.])(?:{forms})(?![\d\w])", text, re.I))
     # the difference or sum of two numbers of one premise sentence ("2,310 finishers, up from 1,980"), never a
     # year; a difference of two percentages is in points ("improved by 3 percent" is not 8 -> 11 percent)
     if not (x.isdigit() and 1000 <= v <= 2100):
@@ -549,13 +554,14 @@ def _derived(x: str, p: _Pair, prem_nums: set[str]) -> bool:
                                                             p.premise_text, re.I)) if a is not None and 0 < a < 100]
         if "half" in words:
             shares.append(50.0)
-        if any(abs(v - s) < 0.5 or close(v, round(s, 1)) for s in shares):
+        if any(abs(v - s) < 0.5 for s in shares):  # as the claim rounds it
             return True
     # a number of the same unit times or divided by a multiple the premise states ("15 splits" from "60
     # splits ..., four times as many")
     unit = {c.stems[k + 1] for k in range(len(c.tokens) - 1) if _canonical_token(c, k) == x}
-    same_unit = {_value(_canonical_token(t, k)) for t in (p.premise,) for k in range(len(t.tokens) - 1)
-                 if t.stems[k + 1] in unit and _value(_canonical_token(t, k)) is not None}
+    t = p.premise
+    same_unit = {y for k in range(len(t.tokens) - 1) if t.stems[k + 1] in unit
+                 for y in [_value(_canonical_token(t, k))] if y is not None}
     for m in _TIMES.finditer(p.premise_text):
         word = m.group(1).lower()
         k = {"twice": 2.0, "thrice": 3.0, "half": 2.0}.get(word)
@@ -565,10 +571,6 @@ def _derived(x: str, p: _Pair, prem_nums: set[str]) -> bool:
             return True
     return False
 
-
-def _canonical_token(t: _Text, k: int) -> str:
-    """The number token ``k`` of ``t`` stands for ("40", "4" for "four"), or ""."""
-    return _WORD_NUMBERS.get(t.lower[k], t.tokens[k].replace(",", "") if t.tokens[k][:1].isdigit() else "")
 
 
 def _number_slot(p: _Pair, skip: set[str] = frozenset()) -> Finding | None:
@@ -581,15 +583,15 @@ def _number_slot(p: _Pair, skip: set[str] = frozenset()) -> Finding | None:
     follows: dict[str, set[str]] = {}
     t = p.premise
     for k in range(len(t.tokens) - 1):
-        if t.tokens[k][0].isdigit() or t.lower[k] in _WORD_NUMBERS:
-            num = _WORD_NUMBERS.get(t.lower[k], t.tokens[k].replace(",", ""))
+        num = _canonical_token(t, k)
+        if num:
             follows.setdefault(t.stems[k + 1], set()).add(num)
     for k in range(len(c.tokens) - 1):
-        if not (c.tokens[k][0].isdigit() or c.lower[k] in _WORD_NUMBERS) or not _is_content(c.lower[k + 1]):
+        num = _canonical_token(c, k)
+        if not num or not _is_content(c.lower[k + 1]):
             continue
         if k and c.lower[k - 1] in _BOUND:
             continue
-        num = _WORD_NUMBERS.get(c.lower[k], c.tokens[k].replace(",", ""))
         if num in skip:
             continue
         others = follows.get(c.stems[k + 1], set())
