@@ -144,15 +144,15 @@ def report(rows: list[dict], probs: list[float]) -> dict:
         return out
 
     by_set = collections.defaultdict(list)
-    by_cat = collections.defaultdict(list)
+    by_cat = collections.defaultdict(lambda: collections.defaultdict(list))
     for k, r in enumerate(rows):
         by_set[r["set"]].append(k)
-        if r["set"] == "minimal":
-            by_cat[r["group"]].append(k)
+        if r["set"].startswith("minimal"):
+            by_cat[r["set"]][r["group"]].append(k)
     out = {name: one(idx) for name, idx in sorted(by_set.items())}
-    if by_cat:
-        out["minimal_categories"] = {g: round(sum(int(probs[i] >= 0.5) == rows[i]["y"] for i in idx) / len(idx), 3)
-                                     for g, idx in sorted(by_cat.items())}
+    for name, cats in sorted(by_cat.items()):  # minimal_categories, minimal-blind_categories, ...
+        out[f"{name}_categories"] = {g: round(sum(int(probs[i] >= 0.5) == rows[i]["y"] for i in idx) / len(idx), 3)
+                                     for g, idx in sorted(cats.items())}
     return out
 
 

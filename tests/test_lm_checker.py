@@ -58,6 +58,10 @@ def test_second_opinion_only_where_the_first_is_unsure():
 def test_specs_accept_lm_check_and_the_plus_lm_suffix():
     assert check_verifier_spec("lm-check") == "lm-check"
     assert check_verifier_spec("default+checks+lm") == "default+checks+lm"
+    assert check_verifier_spec("lm-check:runs/a") == "lm-check:runs/a"  # another adapter's folder
+    assert check_verifier_spec("default+checks+lm:runs/a") == "default+checks+lm:runs/a"
+    with pytest.raises(InputError, match="unknown verifier spec 'lm-check:'"):
+        check_verifier_spec("default+lm:")
     with pytest.raises(InputError, match=r"unknown verifier spec 'nope';.*then \+lm"):
         check_verifier_spec("nope+lm")
 
@@ -147,7 +151,8 @@ def test_training_script_smoke_run_payload_train_and_load(tmp_path):
     pytest.importorskip("gguf")
     _gguf()
     rows = [{"split": "train", "premise": f"The river {k} flows north.", "claim": f"The river {k} flows "
-             + ("north." if k % 2 else "south."), "y": k % 2, "part": "extra" if k >= 6 else "base"} for k in range(8)]
+             + ("north." if k % 2 else "south."), "y": k % 2,
+             "part": "written" if k >= 8 else "extra" if k >= 6 else "base"} for k in range(10)]
     rows += [{"split": "eval", "set": "minimal", "group": "negation", "premise": "Ann won.", "claim": "Ann lost.", "y": 0},
              {"split": "eval", "set": "minimal", "group": "control", "premise": "Ann won.", "claim": "Ann won.", "y": 1}]
     pairs = tmp_path / "pairs.jsonl"
@@ -164,7 +169,7 @@ def test_training_script_smoke_run_payload_train_and_load(tmp_path):
     assert t.returncode == 0, t.stderr[-2000:]
     card = json.loads((out / "checker.json").read_text())
     assert card["steps"] == 2 and card["layers"] == 1 and card["eval"]["minimal"]["n"] == 2
-    assert card["train_pairs"] == 6  # --parts base: the two rows marked part=extra left out
+    assert card["train_pairs"] == 6  # --parts base: the rows marked part=extra or part=written left out
     from citegraph.tools.verifier.lm import LMCheckVerifier
 
     written = [json.loads(line)["p"] for line in (out / "eval_scores.jsonl").read_text().splitlines()]
@@ -174,6 +179,21 @@ def test_training_script_smoke_run_payload_train_and_load(tmp_path):
         assert np.allclose(got, written, atol=tol), (dtype, got, written)
     with pytest.raises(ValueError, match="dtype must be auto, bfloat16 or float32"):
         LMCheckVerifier(folder=out, dtype="int8")
+    from citegraph.tools.verifier import get_verifier
+
+    assert np.allclose(get_verifier(f"lm-check:{out}", cache=False).score([("Ann won.", "Ann lost.")]), written[:1],
+                       atol=0.03)  # another adapter by its folder
+    # continued from that adapter on the written rows beside a sample of the base rows, each written row twice
+    out2 = tmp_path / "out2"
+    t2 = subprocess.run(run + ["train", "--payload", str(pay / "all"), "--out", str(out2), "--device", "cpu",
+                               "--max-steps", "1", "--batch", "4", "--workers", "1", "--parts", "written",
+                               "--train-max", "3", "--written-repeat", "2", "--init", str(out), "--lr", "0"],
+                        capture_output=True, text=True, timeout=600)
+    assert t2.returncode == 0, t2.stderr[-2000:]
+    card2 = json.loads((out2 / "checker.json").read_text())
+    assert card2["train_pairs"] == 3 + 2 * 2 and "continued from" in t2.stdout
+    again = [json.loads(line)["p"] for line in (out2 / "eval_scores.jsonl").read_text().splitlines()]
+    assert np.allclose(again, written, atol=0.005)  # learning rate 0: the adapter it continued (saved in bf16)
     bad = subprocess.run(run + ["train", "--payload", str(tmp_path / "none"), "--out", str(tmp_path / "x"),
                                 "--device", "cpu"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "no payload.json" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

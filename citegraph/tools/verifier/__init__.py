@@ -19,8 +19,9 @@ Backends, chosen by ``spec``:
   negates, flips, renumbers, renames or swaps the roles of what its premise says is capped at 0.1.
 * ``lm-check`` -- the first 12 layers of the packaged Qwen2.5 0.5B (its GGUF) with the LoRA adapter and
   head of ``citegraph/assets/verifier_lm`` (``lmcheck``, ``lm``); a few pairs per second on 2 cores.
+  ``lm-check:<folder>`` runs another adapter ``scripts/train_lm_checker.py`` wrote.
 * ``<any spec above>+lm`` -- that verifier, with ``lm-check``'s second opinion averaged in where its score
-  is strictly between 0.1 and 0.9 (a score capped by ``+checks`` stands).
+  is strictly between 0.1 and 0.9 (a score capped by ``+checks`` stands); ``+lm:<folder>`` with another adapter.
 
 ``score`` returns what the model gives. Where ``assets/verifier/calibration.json`` has an entry for the spec
 (fitted on held-out development pairs, docs/verifier.md), ``get_verifier`` sets its calibration: ``shown``

@@ -106,16 +106,26 @@ def _freeze(v: Any) -> Any:
 
 CHECKS_SUFFIX = "+checks"
 LM_SUFFIX = "+lm"
-SPECS_HELP = ("use default, lm-check, hf-classifier:<path>, hf-seq2seq:<path>, llm-judge[:<chat spec>][:table16] "
-              "or a registered name, each optionally followed by +checks, then +lm")
+SPECS_HELP = ("use default, lm-check[:<adapter folder>], hf-classifier:<path>, hf-seq2seq:<path>, llm-judge[:<chat spec>][:table16] "
+              "or a registered name, each optionally followed by +checks, then +lm[:<adapter folder>]")
+
+
+def _split_lm(spec: str) -> tuple[str, str] | None:
+    """``<first>+lm`` -> (first, "lm-check"); ``<first>+lm:<folder>`` -> (first, "lm-check:<folder>")."""
+    head, sep, tail = spec.rpartition(LM_SUFFIX)
+    if sep and head and (not tail or tail.startswith(":")):
+        return head, "lm-check" + tail
+    return None
 
 
 def _build(spec: str, kw: dict[str, Any]) -> Verifier:
-    if spec.endswith(LM_SUFFIX) and len(spec) > len(LM_SUFFIX):
+    if (lm := _split_lm(spec)) is not None:
         # the language-model checker as a second opinion where the first verifier is unsure (lm.py)
-        return SecondOpinionVerifier(get_verifier(spec[: -len(LM_SUFFIX)], **kw), get_verifier("lm-check"), spec=spec)
+        return SecondOpinionVerifier(get_verifier(lm[0], **kw), get_verifier(lm[1]), spec=spec)
     if spec == "lm-check":
         return LMCheckVerifier(spec, **kw)
+    if spec.startswith("lm-check:") and len(spec) > len("lm-check:"):  # an adapter folder of train_lm_checker.py
+        return LMCheckVerifier(spec, folder=spec.partition(":")[2], **kw)
     if spec.endswith(CHECKS_SUFFIX) and len(spec) > len(CHECKS_SUFFIX):
         # structural checks over another verifier (citegraph.tools.verifier.checks); knobs go to the base
         return CheckedVerifier(get_verifier(spec[: -len(CHECKS_SUFFIX)], **kw))
@@ -143,12 +153,15 @@ def check_verifier_spec(spec: str, where: str = "verifier") -> str:
     with _FACTORY_LOCK:
         if spec in _REGISTRY:
             return spec
-    for suffix in (LM_SUFFIX, CHECKS_SUFFIX):
-        if spec.endswith(suffix) and len(spec) > len(suffix):
-            check_verifier_spec(spec[: -len(suffix)], where)
-            return spec
+    if (lm := _split_lm(spec)) is not None:
+        check_verifier_spec(lm[0], where)
+        check_verifier_spec(lm[1], where)
+        return spec
+    if spec.endswith(CHECKS_SUFFIX) and len(spec) > len(CHECKS_SUFFIX):
+        check_verifier_spec(spec[: -len(CHECKS_SUFFIX)], where)
+        return spec
     name, _, arg = spec.partition(":")
-    if spec in ("default", "lm-check") or (name in ("hf-classifier", "hf-seq2seq") and arg):
+    if spec in ("default", "lm-check") or (name in ("hf-classifier", "hf-seq2seq", "lm-check") and arg):
         return spec
     if name == "llm-judge":
         check_chat_spec(parse_judge_spec(arg)[0], f"{where} {spec!r}")
