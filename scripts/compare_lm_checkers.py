@@ -24,7 +24,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-SETS = ("heldout", "expertqa", "fever", "minimal")
+SETS = ("heldout", "expertqa", "fever", "minimal", "minimal-blind", "minimal-third")
 
 
 def parse_args(argv=None):
@@ -79,13 +79,17 @@ def print_table(rows: list[dict], scores: dict[str, np.ndarray], ref: str, boot:
                 cell += f", {100 * d:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}]"
             cells.append(cell)
         print(f"{s} ({len(idx)}): " + " | ".join(cells))
-    idx = [i for i, r in enumerate(rows) if r["set"] == "minimal"]
-    for name, sc in scores.items():
-        cats: dict[str, list[bool]] = {}
-        for i in idx:
-            cats.setdefault(rows[i]["group"], []).append(int(sc[i] >= 0.5) == rows[i]["y"])
-        print(f"minimal pairs, share right, {name}: " + ", ".join(f"{c} {100 * sum(v) / len(v):.0f}"
-                                                              for c, v in sorted(cats.items())))
+    for s in (s for s in SETS if s.startswith("minimal")):
+        idx = [i for i, r in enumerate(rows) if r["set"] == s]
+        if not idx:
+            continue
+        title = "minimal pairs" if s == "minimal" else s
+        for name, sc in scores.items():
+            cats: dict[str, list[bool]] = {}
+            for i in idx:
+                cats.setdefault(rows[i]["group"], []).append(int(sc[i] >= 0.5) == rows[i]["y"])
+            print(f"{title}, share right, {name}: " + ", ".join(f"{c} {100 * sum(v) / len(v):.0f}"
+                                                               for c, v in sorted(cats.items())))
 
 
 def cached(path: Path, make):

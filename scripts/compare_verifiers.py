@@ -5,11 +5,11 @@ than the sets' noise?
     python scripts/compare_verifiers.py default hf-classifier:runs/verifier/run7 hf-classifier:runs/verifier/v3mean
 
 The pairs are bench_verifier.py's (the held-out split of ``citegraph/assets/verifier/heldout_split.json``,
-ExpertQA, FEVER-NLI test's 2,000-row stratified sample, the minimal-pair suite), as
+ExpertQA, FEVER-NLI test's 2,000-row stratified sample, the minimal-pair suites but the fourth), as
 ``train_lm_checker.evaluation_rows`` collects them. Printed per set: balanced accuracy at 0.5 with a 95%
 bootstrap interval for every spec, and each candidate minus the first spec with a paired bootstrap
 interval (the same resampled pairs for both); then the minimal pairs' share right per category. Scores are
-cached per spec in ``--cache`` (delete a spec's file when its weights change).
+cached per spec and choice of pairs in ``--cache`` (delete a spec's file when its weights change).
 """
 
 from __future__ import annotations
@@ -26,12 +26,40 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+SETS = ("heldout", "expertqa", "fever", "minimal", "minimal-blind", "minimal-third")
+
+
+def sample_rows(rows: list[dict], n: int) -> list[dict]:
+    """``rows`` with the held-out, ExpertQA and FEVER-NLI sets cut to ``n`` label-stratified pairs each."""
+    if n <= 0:
+        return rows
+    from citegraph.eval.verifier_sets import CheckPair, stratified_sample
+
+    out = []
+    for s in SETS:
+        part = [r for r in rows if r["set"] == s]
+        if s.startswith("minimal"):
+            out += part
+            continue
+        keep = stratified_sample([CheckPair(r["premise"], r["claim"], r["y"], r["group"], str(k))
+                                  for k, r in enumerate(part)], n, 0)
+        out += [part[int(p.id)] for p in keep]
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("specs", nargs="+", help="the reference spec first, then the candidates")
     ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
     ap.add_argument("--cache", default="runs/verifier_compare")
     ap.add_argument("--boot", type=int, default=1000)
+    ap.add_argument("--sets", default="", help="comma-separated sets to score (default: every set; "
+                    f"{', '.join(SETS)})")
+    ap.add_argument("--sample", type=int, default=0, help="at most N label-stratified pairs (seed 0) of each "
+                    "of heldout, expertqa and fever (0 = all)")
+    ap.add_argument("--band", action="append", default=[], metavar="FIRST,LM,LO,HI",
+                    help="also print FIRST's scores with LM's averaged in where FIRST is strictly inside (LO, HI), "
+                         "from the two specs' scores (both must be listed): +lm's rule with another band")
     args = ap.parse_args(argv)
     if len(args.specs) < 2:
         print("give a reference spec and at least one candidate", file=sys.stderr)
@@ -44,15 +72,26 @@ def main(argv=None) -> int:
     from citegraph.tools.verifier import get_verifier
 
     rows = tlc.evaluation_rows(Path(args.data), 2000)
+    want = set(args.sets.split(",")) if args.sets else set(SETS)
+    if want - set(SETS):
+        print(f"--sets: unknown {', '.join(sorted(want - set(SETS)))}; choose from {', '.join(SETS)}", file=sys.stderr)
+        return 2
+    rows = sample_rows([r for r in rows if r["set"] in want], args.sample)
     texts = [(r["premise"], r["claim"]) for r in rows]
     cache = Path(args.cache)
     scores = {}
     for spec in args.specs:
-        name = re.sub(r"[^\w.+-]+", "_", spec)
+        name = re.sub(r"[^\w.+-]+", "_", spec + (f"_{args.sets}_{args.sample}" if args.sets or args.sample else ""))
         scores[spec] = np.array(clc.cached(cache / f"{name}.json", lambda spec=spec: get_verifier(spec).score(texts)))
         if len(scores[spec]) != len(rows):
             print(f"{cache / name}.json: not {len(rows)} scores; delete it and run again", file=sys.stderr)
             return 2
+    for band in args.band:
+        first, lm, lo, hi = band.split(",")
+        if first not in scores or lm not in scores:
+            print(f"--band {band}: {first!r} and {lm!r} must both be among the specs", file=sys.stderr)
+            return 2
+        scores[f"{first}+[{lm}]({lo},{hi})"] = clc.second_opinion(scores[first], scores[lm], (float(lo), float(hi)))
     print(f"balanced accuracy at 0.5 [95% bootstrap]; candidates minus {args.specs[0]}, paired")
     clc.print_table(rows, scores, args.specs[0], args.boot)
     return 0

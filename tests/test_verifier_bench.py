@@ -613,6 +613,21 @@ def test_compare_verifiers_prints_paired_differences_and_refuses_bad_input(tmp_p
     out = capsys.readouterr().out
     assert "heldout (20): ref 75.0" in out and "better 100.0" in out and "+25.0 [" in out
     assert "minimal pairs, share right, ref: control 50, negation 100" in out
+    # another band of +lm's rule from two specs' scores: "better" averaged in where "ref" is inside (0.15, 1.0)
+    assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache), "--boot", "50",
+                    "--band", "ref,better,0.15,1.0"]) == 0
+    out = capsys.readouterr().out
+    assert "ref+[better](0.15,1.0) 100.0" in out  # 0.2 -> (0.2 + 0.8) / 2 = 0.5: accepted
+    assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache), "--band", "ref,nope,0.1,0.9"]) == 2
+    assert "must both be among the specs" in capsys.readouterr().err
+    assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache), "--sets", "heldout,nope"]) == 2
+    assert "--sets: unknown nope" in capsys.readouterr().err
+    (cache / "ref_heldout_4.json").write_text(json.dumps([0.9, 0.2, 0.1, 0.1]))  # 4 stratified held-out pairs
+    (cache / "better_heldout_4.json").write_text(json.dumps([0.9, 0.8, 0.1, 0.1]))
+    assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache), "--sets", "heldout",
+                    "--sample", "4", "--boot", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "heldout (4):" in out and "expertqa" not in out
     (cache / "better.json").write_text(json.dumps([0.9]))
     assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache)]) == 2
     assert "not 80 scores" in capsys.readouterr().err
@@ -647,3 +662,46 @@ def test_judge_veto_bench_asks_the_judge_only_where_the_first_says_supported(cap
     assert f"| {want[0]:.1f} / {want[1]:.1f} / {want[2]:.1f} |" in row
     assert f"| {100 * sum(first) / len(pairs):.0f}% |" in row
     assert veto.balanced([1, 1, 0, 0], [True, False, False, True]) == (50.0, 50.0, 50.0)
+
+
+def test_written_pairs_sample_check_merge_and_join(tmp_path, capsys):
+    """scripts/written_pairs.py: the writers get supported training pairs only (never a held-out line); their
+    files are validated row by row (a line not sampled from, an unknown category, a label that does not fit
+    the category); the committed file keeps no premise, and joining it to the pool gives the pairs back."""
+    wp = _load_script("written_pairs")
+    pool = tmp_path / "data" / "nli_train"
+    pool.mkdir(parents=True)
+    words = " ".join(f"word{k}" for k in range(40))
+    lines = [{"premise": f"Doc {k}. {words}", "hypothesis": f"claim {k}", "label": "supported",
+              "source": "climate_fever", "split": "dev"} for k in range(12)]
+    lines += [{"premise": f"Doc x. {words}", "hypothesis": "other", "label": "unsupported", "source": "climate_fever",
+               "split": "dev"}, {"premise": "Too short.", "hypothesis": "c", "label": "supported", "source": "healthver",
+                                 "split": "dev"}]
+    (pool / "attribution_pairs.jsonl").write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    data = tmp_path / "data"
+    ok = wp.candidates(data)
+    held = set(range(12)) - set(ok)
+    assert len(held) == 1 and set(ok) <= set(range(12))  # 10% of the stratum held out (at least 1); 12 and 13 never
+    assert wp.main(["--data", str(data), "sample", "--out", str(tmp_path / "in"), "--parts", "2", "--per", "4"]) == 0
+    given = [json.loads(x) for k in (1, 2) for x in (tmp_path / "in" / f"in_{k}.jsonl").read_text().splitlines()]
+    assert len(given) == 8 and {g["src"] for g in given} <= set(ok)
+    src = given[0]["src"]
+    out = tmp_path / "out.jsonl"
+    out.write_text("\n".join(json.dumps(r) for r in [
+        {"src": src, "category": "negation", "claim": "The doc does not say that.", "label": 0},
+        {"src": src, "category": "paraphrase", "claim": "A rewording.", "label": 1},
+        {"src": src, "category": "paraphrase", "claim": "A rewording.", "label": 1},  # a repeat: merged once
+        {"src": min(held), "category": "control", "claim": "x", "label": 1},
+        {"src": src, "category": "sarcasm", "claim": "x", "label": 0},
+        {"src": src, "category": "role_swap", "claim": "x", "label": 1}]) + "\n{broken\n")
+    assert wp.main(["--data", str(data), "check", str(out), "--strict"]) == 1
+    printed = capsys.readouterr().out
+    assert "is not a supported training pair" in printed and "category 'sarcasm'" in printed
+    assert "does not fit category role_swap" in printed and "not JSON" in printed and "3 rows, 4 problems" in printed
+    merged = tmp_path / "written.jsonl"
+    assert wp.main(["--data", str(data), "merge", str(out), "--out", str(merged)]) == 0
+    kept = [json.loads(x) for x in merged.read_text().splitlines()]
+    assert len(kept) == 2 and all("premise" not in r for r in kept)
+    joined = wp.rows(merged, data)
+    assert {(r["category"], r["y"]) for r in joined} == {("negation", 0), ("paraphrase", 1)}
+    assert all(r["premise"] == lines[src]["premise"] for r in joined)
