@@ -21,7 +21,7 @@ Backends, chosen by ``spec``:
   head of ``citegraph/assets/verifier_lm`` (``lmcheck``, ``lm``); a few pairs per second on 2 cores.
   ``lm-check:<folder>`` runs another adapter ``scripts/train_lm_checker.py`` wrote.
 * ``<any spec above>+lm`` -- that verifier, with ``lm-check``'s second opinion averaged in where its score
-  is strictly between 0.1 and 0.9 (a score capped by ``+checks`` stands); ``+lm:<folder>`` with another adapter.
+  is above 0.1 (a score capped by ``+checks`` at 0.1 stands); ``+lm:<folder>`` with another adapter.
 
 ``score`` returns what the model gives. Where ``assets/verifier/calibration.json`` has an entry for the spec
 (fitted on held-out development pairs, docs/verifier.md), ``get_verifier`` sets its calibration: ``shown``
