@@ -705,3 +705,26 @@ def test_written_pairs_sample_check_merge_and_join(tmp_path, capsys):
     joined = wp.rows(merged, data)
     assert {(r["category"], r["y"]) for r in joined} == {("negation", 0), ("paraphrase", 1)}
     assert all(r["premise"] == lines[src]["premise"] for r in joined)
+
+
+def test_throughput_skips_a_spec_without_a_cross_encoder(tmp_path, capsys):
+    """The throughput table compares a cross-encoder's batched scoring with its own one-pair loop: a
+    combination such as ``default+checks+lm`` (no tokenizer or model of its own) gets a one-line skip, not a
+    traceback after every accuracy row was printed."""
+    import argparse
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_verifier as bv
+
+    from citegraph.tools.verifier import FunctionVerifier, register_verifier
+
+    register_verifier("stub:no-encoder", FunctionVerifier(lambda p, h: 0.5, spec="stub:no-encoder"))
+    (tmp_path / "alce").mkdir()
+    (tmp_path / "alce" / "asqa_dev60.json").write_text(json.dumps([{
+        "answer": "The tower was built in Paris in 1889.", "annotations": [],
+        "docs": [{"title": "Tower", "text": "The tower was built in Paris in 1889 for a fair."}]}]))
+    args = argparse.Namespace(throughput_pairs=4, repeat_share=0.25, seed=0, verifier="stub:no-encoder",
+                              quantize="shipped", max_windows=None, device=None, batch_sizes="")
+    bv.throughput(args, tmp_path)
+    out = capsys.readouterr().out
+    assert "Throughput: skipped for stub:no-encoder" in out and "one pair per call" not in out
