@@ -15,8 +15,9 @@
     --sets minimal-blind, a second suite of the same categories written by helpers who saw neither
     the first suite nor the checks' rules (benchmarks/data/minimal_pairs_blind.jsonl), and --sets
     minimal-third, a third, written blind again, to judge changes made while reading the second
-    (benchmarks/data/minimal_pairs_third.jsonl), and --sets minimal-fourth, a fourth written the same way
-    and committed unscored, to judge the next change; (e) any
+    (benchmarks/data/minimal_pairs_third.jsonl), --sets minimal-fourth, a fourth written the same way
+    and committed unscored (it judged the second lm-check adapter), and --sets minimal-fifth, a fifth
+    written the same way and committed unscored to judge the next change; (e) any
     file in LLM-AggreFact's format (dataset, doc, claim, label), per dataset and the leaderboard's
     average. The llm-judge is slow, so it (and the verifier again, for a like-for-like row) runs on a
     fixed seeded sample (--judge-sample, 0 = none).
@@ -48,6 +49,7 @@ MINIMAL_SUITES = {
     "minimal-blind": ("minimal pairs, written blind", "minimal_blind", "minimal_pairs_blind"),
     "minimal-third": ("minimal pairs, third suite (written blind)", "minimal_third", "minimal_pairs_third"),
     "minimal-fourth": ("minimal pairs, fourth suite (written blind)", "minimal_fourth", "minimal_pairs_fourth"),
+    "minimal-fifth": ("minimal pairs, fifth suite (written blind)", "minimal_fifth", "minimal_pairs_fifth"),
 }
 
 sys.path.insert(0, str(REPO))
@@ -81,13 +83,15 @@ def parse_args(argv=None):
                     help="comma-separated: heldout, expertqa, fever (FEVER-NLI test), factcg (FactCG CG2C_doc), minimal (the minimal-pair "
                          "suite), minimal-blind (a second suite, written by helpers who saw neither the first suite nor the "
                          "checks' rules; docs/verifier.md), minimal-third (a third, written blind again: judges changes made "
-                         "while reading the second), minimal-fourth (a fourth, written blind and kept unscored for the next change), "
+                         "while reading the second), minimal-fourth (a fourth, written blind; it judged the second lm-check adapter), minimal-fifth (a "
+                         "fifth, written blind and kept unscored for the next change), "
                          "aggrefact (needs --aggrefact)")
     ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")
     ap.add_argument("--minimal-pairs", default=str(REPO / "benchmarks" / "data" / "minimal_pairs.jsonl"))
     ap.add_argument("--minimal-blind", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_blind.jsonl"))
     ap.add_argument("--minimal-third", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_third.jsonl"))
     ap.add_argument("--minimal-fourth", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_fourth.jsonl"))
+    ap.add_argument("--minimal-fifth", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_fifth.jsonl"))
     ap.add_argument("--aggrefact", default=None, help="an LLM-AggreFact file (parquet, csv, tsv, jsonl) to score")
     ap.add_argument("--aggrefact-datasets", default="", help="only these of the file's datasets (comma-separated)")
     ap.add_argument("--threshold", type=float, default=None, help="decision threshold (default: the verifier's own)")

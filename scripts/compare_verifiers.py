@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-SETS = ("heldout", "expertqa", "fever", "minimal", "minimal-blind", "minimal-third", "minimal-fourth")
-DEFAULT_SETS = SETS[:-1]  # the fourth suite only when asked: it judges a finished change
+SETS = ("heldout", "expertqa", "fever", "minimal", "minimal-blind", "minimal-third", "minimal-fourth", "minimal-fifth")
+DEFAULT_SETS = SETS[:-2]  # the fourth and fifth suites only when asked: each judges a finished change
 
 
 def sample_rows(rows: list[dict], n: int) -> list[dict]:
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default="runs/verifier_compare")
     ap.add_argument("--boot", type=int, default=1000)
     ap.add_argument("--sets", default="", help="comma-separated sets to score (default: every set but the "
-                    f"fourth suite; {', '.join(SETS)})")
+                    f"fourth and fifth suites; {', '.join(SETS)})")
     ap.add_argument("--sample", type=int, default=0, help="at most N label-stratified pairs (seed 0) of each "
                     "of heldout, expertqa and fever (0 = all)")
     ap.add_argument("--band", action="append", default=[], metavar="FIRST,LM,LO,HI",
@@ -77,11 +77,12 @@ def main(argv=None) -> int:
     if want - set(SETS):
         print(f"--sets: unknown {', '.join(sorted(want - set(SETS)))}; choose from {', '.join(SETS)}", file=sys.stderr)
         return 2
-    if "minimal-fourth" in want:
-        from citegraph.eval.verifier_sets import read_minimal_pairs
+    for name in ("fourth", "fifth"):
+        if f"minimal-{name}" in want:
+            from citegraph.eval.verifier_sets import read_minimal_pairs
 
-        rows += [{"set": "minimal-fourth", "group": p.group, "premise": p.premise, "claim": p.claim, "y": p.label}
-                 for p in read_minimal_pairs(REPO / "benchmarks" / "data" / "minimal_pairs_fourth.jsonl")]
+            rows += [{"set": f"minimal-{name}", "group": p.group, "premise": p.premise, "claim": p.claim, "y": p.label}
+                     for p in read_minimal_pairs(REPO / "benchmarks" / "data" / f"minimal_pairs_{name}.jsonl")]
     rows = sample_rows([r for r in rows if r["set"] in want], args.sample)
     texts = [(r["premise"], r["claim"]) for r in rows]
     cache = Path(args.cache)
