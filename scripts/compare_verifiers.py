@@ -26,7 +26,9 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-SETS = ("heldout", "expertqa", "fever", "minimal", "minimal-blind", "minimal-third", "minimal-fourth", "minimal-fifth")
+import compare_lm_checkers as clc  # noqa: E402  (its sets, cache, second-opinion rule and table)
+
+SETS = clc.SETS
 DEFAULT_SETS = SETS[:-2]  # the fourth and fifth suites only when asked: each judges a finished change
 
 
@@ -68,21 +70,14 @@ def main(argv=None) -> int:
     if not (Path(args.data) / "nli_train" / "attribution_pairs.jsonl").is_file():
         print(f"--data {args.data}: no nli_train/attribution_pairs.jsonl (the evaluation data)", file=sys.stderr)
         return 2
-    import compare_lm_checkers as clc
     import train_lm_checker as tlc
     from citegraph.tools.verifier import get_verifier
 
-    rows = tlc.evaluation_rows(Path(args.data), 2000)
     want = set(args.sets.split(",")) if args.sets else set(DEFAULT_SETS)
     if want - set(SETS):
         print(f"--sets: unknown {', '.join(sorted(want - set(SETS)))}; choose from {', '.join(SETS)}", file=sys.stderr)
         return 2
-    for name in ("fourth", "fifth"):
-        if f"minimal-{name}" in want:
-            from citegraph.eval.verifier_sets import read_minimal_pairs
-
-            rows += [{"set": f"minimal-{name}", "group": p.group, "premise": p.premise, "claim": p.claim, "y": p.label}
-                     for p in read_minimal_pairs(REPO / "benchmarks" / "data" / f"minimal_pairs_{name}.jsonl")]
+    rows = tlc.evaluation_rows(Path(args.data), 2000, suites=tuple(s for s in SETS if s.startswith("minimal") and s in want))
     rows = sample_rows([r for r in rows if r["set"] in want], args.sample)
     texts = [(r["premise"], r["claim"]) for r in rows]
     cache = Path(args.cache)

@@ -163,7 +163,11 @@ def training_rows(data: Path, args, rng: random.Random) -> tuple[list[dict], dic
     return rows, counts
 
 
-def evaluation_rows(data: Path, fever_sample: int) -> list[dict]:
+def evaluation_rows(data: Path, fever_sample: int,
+                    suites: tuple[str, ...] = ("minimal", "minimal-blind", "minimal-third")) -> list[dict]:
+    """The evaluation pairs: the pool's held-out split, FEVER-NLI test (a sample), ``suites`` (names of
+    ``bench_verifier.MINIMAL_SUITES``; by default not the fourth and fifth, which each judge a finished
+    change and stay unscored till then) and ExpertQA."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     sys.path.insert(0, str(REPO))
     import bench_verifier as bv
@@ -173,10 +177,8 @@ def evaluation_rows(data: Path, fever_sample: int) -> list[dict]:
     rows = vs.heldout_rows(data / "nli_train", REPO / "citegraph" / "assets" / "verifier")
     fever = stratified_sample(read_fever_nli(data / "nli_train" / "extra" / "fever_nli" / "test.txt"), fever_sample, 0)
     rows += [{"set": "fever", "group": "", "premise": p.premise, "claim": p.claim, "y": p.label} for p in fever]
-    # the minimal-pair suites written so far, the fourth left out: it judges a finished change, unscored till then
-    for name, file in (("minimal", "minimal_pairs"), ("minimal-blind", "minimal_pairs_blind"),
-                       ("minimal-third", "minimal_pairs_third")):
-        for p in read_minimal_pairs(REPO / "benchmarks" / "data" / f"{file}.jsonl"):
+    for name in suites:
+        for p in read_minimal_pairs(REPO / "benchmarks" / "data" / f"{bv.MINIMAL_SUITES[name][2]}.jsonl"):
             rows.append({"set": name, "group": p.group, "premise": p.premise, "claim": p.claim, "y": p.label})
     eqa, _ = bv.expertqa_pairs(data)
     rows += [{"set": "expertqa", "group": lab, "premise": p, "claim": h, "y": y} for p, h, y, lab, _ in eqa]

@@ -9,7 +9,7 @@ premise: supported rewordings, and claims one realistic mistake away. The writer
 sessions (a large LLM), given ``benchmarks/data/written_pairs_brief.md`` and one file each of the
 pairs ``sample`` wrote; they read nothing else.
 
-    python scripts/written_pairs.py sample --out /tmp/wp --parts 7 --per 40   # the writers' inputs
+    python scripts/written_pairs.py sample --out /tmp/wp --parts 8 --per 40   # the writers' inputs
     python scripts/written_pairs.py check /tmp/wp/out_*.jsonl                 # their files, validated
     python scripts/written_pairs.py merge /tmp/wp/out_*.jsonl --out benchmarks/data/written_pairs.jsonl
 
@@ -50,11 +50,10 @@ def pool_rows(data: Path) -> list[dict]:
     return tv.read_jsonl(data / POOL)
 
 
-def candidates(data: Path) -> list[int]:
-    """Line numbers of the pool's supported training pairs with a premise of 30-220 words."""
+def candidates(attr: list[dict]) -> list[int]:
+    """Line numbers of the pool's (``attr``) supported training pairs with a premise of 30-220 words."""
     import train_verifier as tv
 
-    attr = pool_rows(data)
     held = tv.heldout_split(attr, 0.10, 13)  # the verifiers' held-out lines: never written from
     return [i for i, r in enumerate(attr) if i not in held and r["label"] == "supported"
             and r["source"] in SOURCES and 30 <= len(r["premise"].split()) <= 220]
@@ -64,25 +63,19 @@ def sample(args) -> int:
     data = Path(args.data)
     attr = pool_rows(data)
     by = collections.defaultdict(list)
-    for i in candidates(data):
+    for i in candidates(attr):
         by[attr[i]["source"]].append(i)
     rng = random.Random(args.seed)
     want = args.parts * args.per
     per_source = max(1, want // len(by))
-    chosen, seen = [], set()
-    for src in sorted(by):  # about as many from every source, the rest from the largest
-        rng.shuffle(by[src])
     for src in sorted(by):
-        for i in by[src][:per_source]:
-            if attr[i]["premise"] not in seen:
-                chosen.append(i)
-                seen.add(attr[i]["premise"])
+        rng.shuffle(by[src])
     rest = [i for src in sorted(by) for i in by[src][per_source:]]
     rng.shuffle(rest)
-    for i in rest:
-        if len(chosen) >= want:
-            break
-        if attr[i]["premise"] not in seen:
+    chosen, seen = [], set()
+    # about as many from every source, then the rest at random; one pair per premise
+    for i in [i for src in sorted(by) for i in by[src][:per_source]] + rest:
+        if len(chosen) < want and attr[i]["premise"] not in seen:
             chosen.append(i)
             seen.add(attr[i]["premise"])
     rng.shuffle(chosen)
@@ -102,7 +95,7 @@ def sample(args) -> int:
 def read_written(paths: list[str], data: Path) -> tuple[list[dict], list[str]]:
     """Every row of the writers' files that is well formed, and one line per problem."""
     attr = pool_rows(data)
-    allowed = set(candidates(data))
+    allowed = set(candidates(attr))
     rows, problems = [], []
     for path in paths:
         for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):

@@ -607,7 +607,7 @@ def test_compare_verifiers_prints_paired_differences_and_refuses_bad_input(tmp_p
     assert "at least one candidate" in capsys.readouterr().err
     rows = [{"set": s, "group": g, "premise": "p", "claim": "c", "y": y}
             for s in ("heldout", "expertqa", "fever", "minimal") for g, y in (("control", 1), ("control", 1), ("negation", 0), ("negation", 0))] * 5
-    monkeypatch.setitem(sys.modules, "train_lm_checker", types.SimpleNamespace(evaluation_rows=lambda d, n: rows))
+    monkeypatch.setitem(sys.modules, "train_lm_checker", types.SimpleNamespace(evaluation_rows=lambda d, n, suites=(): rows))
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "ref.json").write_text(json.dumps([0.9, 0.2, 0.1, 0.1] * (len(rows) // 4)))  # one supported pair in two missed
@@ -682,7 +682,7 @@ def test_written_pairs_sample_check_merge_and_join(tmp_path, capsys):
                                  "split": "dev"}]
     (pool / "attribution_pairs.jsonl").write_text("\n".join(json.dumps(r) for r in lines) + "\n")
     data = tmp_path / "data"
-    ok = wp.candidates(data)
+    ok = wp.candidates(wp.pool_rows(data))
     held = set(range(12)) - set(ok)
     assert len(held) == 1 and set(ok) <= set(range(12))  # 10% of the stratum held out (at least 1); 12 and 13 never
     assert wp.main(["--data", str(data), "sample", "--out", str(tmp_path / "in"), "--parts", "2", "--per", "4"]) == 0

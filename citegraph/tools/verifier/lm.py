@@ -147,11 +147,11 @@ class SecondOpinionVerifier(Verifier):
         """For the pairs whose first ``scores`` are strictly inside the band: index -> the mean of that score
         and the second verifier's."""
         lo, hi = self.band
-        unsure = [k for k, v in enumerate(scores) if lo < v < hi]
-        if not unsure:
+        asked = [k for k, v in enumerate(scores) if lo < v < hi]
+        if not asked:
             return {}
-        second = self.second.score([pairs[k] for k in unsure])
-        return {k: (float(scores[k]) + v) / 2 for k, v in zip(unsure, second)}
+        second = self.second.score([pairs[k] for k in asked])
+        return {k: (float(scores[k]) + v) / 2 for k, v in zip(asked, second)}
 
     def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
         out = list(self.first_opinion(pairs))

@@ -120,7 +120,7 @@ def _split_lm(spec: str) -> tuple[str, str] | None:
 
 def _build(spec: str, kw: dict[str, Any]) -> Verifier:
     if (lm := _split_lm(spec)) is not None:
-        # the language-model checker as a second opinion where the first verifier is unsure (lm.py)
+        # the language-model checker as a second opinion inside the first verifier's band (lm.py)
         return SecondOpinionVerifier(get_verifier(lm[0], **kw), get_verifier(lm[1]), spec=spec)
     if spec == "lm-check":
         return LMCheckVerifier(spec, **kw)
