@@ -10,6 +10,8 @@ sessions (a large LLM), given ``benchmarks/data/written_pairs_brief.md`` and one
 pairs ``sample`` wrote; they read nothing else.
 
     python scripts/written_pairs.py sample --out /tmp/wp --parts 8 --per 40   # the writers' inputs
+    python scripts/written_pairs.py sample --out /tmp/wp2 --parts 8 --per 40 --seed 43 \
+        --exclude benchmarks/data/written_pairs.jsonl                          # a second batch, other premises
     python scripts/written_pairs.py check /tmp/wp/out_*.jsonl                 # their files, validated
     python scripts/written_pairs.py merge /tmp/wp/out_*.jsonl --out benchmarks/data/written_pairs.jsonl
 
@@ -62,9 +64,15 @@ def candidates(attr: list[dict]) -> list[int]:
 def sample(args) -> int:
     data = Path(args.data)
     attr = pool_rows(data)
+    used = set()  # premises an earlier file was written from: a new batch writes about others
+    for path in args.exclude:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                used.add(attr[json.loads(line)["src"]]["premise"])
     by = collections.defaultdict(list)
     for i in candidates(attr):
-        by[attr[i]["source"]].append(i)
+        if attr[i]["premise"] not in used:
+            by[attr[i]["source"]].append(i)
     rng = random.Random(args.seed)
     want = args.parts * args.per
     per_source = max(1, want // len(by))
@@ -171,6 +179,7 @@ def main(argv=None) -> int:
     p.add_argument("--parts", type=int, default=7)
     p.add_argument("--per", type=int, default=40)
     p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--exclude", nargs="*", default=[], help="written files whose premises are not sampled again")
     p = sub.add_parser("check", help="validate the writers' files")
     p.add_argument("files", nargs="+")
     p.add_argument("--strict", action="store_true", help="exit 1 on any problem")
