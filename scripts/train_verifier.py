@@ -37,6 +37,7 @@ DEFAULT_DATA = REPO.parent / "shared" / "data" / "nli_train"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import verifier_data  # noqa: E402  (the data recipe beside this script)
 import verifier_llm_data  # noqa: E402  (the LLM-written supported pairs)
+import written_pairs  # noqa: E402  (claims helper sessions wrote about training pairs)
 EXCLUDED_SOURCES = ("attributionbench/ExpertQA",)  # evaluation set: never train on it
 POSITIVE = {"entailment", "supported"}
 
@@ -73,6 +74,10 @@ def parse_args(argv=None):
     ap.add_argument("--llm-pairs", nargs="*", default=[],
                     help="files of scripts/verifier_llm_data.py generate: their kept replies join as supported pairs")
     ap.add_argument("--llm-repeat", type=int, default=1, help="how many times each --llm-pairs row is seen per epoch")
+    ap.add_argument("--written", nargs="*", default=[],
+                    help="files of scripts/written_pairs.py (claims helper sessions wrote about supported training "
+                         "pairs: rewordings, and mistakes that keep the premise's words); joined to the pool's premises")
+    ap.add_argument("--written-repeat", type=int, default=1, help="how many times each --written row is seen per epoch")
     ap.add_argument("--checkpoint-every", type=int, default=200,
                     help="save a resumable checkpoint (model, optimizer, schedule, step) every N steps to OUT/checkpoint")
     ap.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint (same arguments)")
@@ -329,10 +334,11 @@ def main(argv=None) -> int:
     if args.resume and not (Path(args.out) / "checkpoint" / "trainer_state.pt").exists():
         print(f"--resume: no checkpoint at {Path(args.out) / 'checkpoint'}", file=sys.stderr)
         return 2
-    missing = [f for f in args.llm_pairs if not Path(f).is_file()]
-    if missing:
-        print(f"--llm-pairs: no such file: {missing[0]}", file=sys.stderr)
-        return 2
+    for flag, files in (("--llm-pairs", args.llm_pairs), ("--written", args.written)):
+        missing = [f for f in files if not Path(f).is_file()]
+        if missing:
+            print(f"{flag}: no such file: {missing[0]}", file=sys.stderr)
+            return 2
     if not (data_dir / "attribution_pairs.jsonl").exists() or not (data_dir / "nli_pairs.jsonl").exists():
         print(f"training data not found under {data_dir} (expected ../shared/data/nli_train)", file=sys.stderr)
         return 2
@@ -388,7 +394,12 @@ def main(argv=None) -> int:
     long_rows = verifier_data.long_premises(attr_train + fever, args.long_premise, rng) if args.long_premise else []
     subs = verifier_data.sub_claims(train_rows, args.sub_claims, rng) if args.sub_claims else []
     llm_rows = verifier_llm_data.read_kept([Path(f) for f in args.llm_pairs]) * max(1, args.llm_repeat)
-    train_rows += synthetic + minimal + long_rows + subs + llm_rows
+    written = [r for f in args.written for r in written_pairs.rows(Path(f), data_dir.parent)]
+    if any(r["src"] in held for r in written):  # the writers' inputs come from the training part only
+        print("--written: a row was written from a held-out pair; refusing to train on it", file=sys.stderr)
+        return 2
+    written_rows = written * max(1, args.written_repeat)
+    train_rows += synthetic + minimal + long_rows + subs + llm_rows + written_rows
 
     def counts(rows):
         c = collections.Counter(r["y"] for r in rows)
@@ -410,6 +421,9 @@ def main(argv=None) -> int:
         "llm_pairs": {**counts(llm_rows), "repeat": args.llm_repeat,
                       "files": {f: hashlib.sha256(Path(f).read_bytes()).hexdigest()[:16] for f in args.llm_pairs},
                       "by_kind": dict(collections.Counter(r["source"] for r in llm_rows))},
+        "written_pairs": {**counts(written_rows), "repeat": args.written_repeat,
+                          "files": {f: hashlib.sha256(Path(f).read_bytes()).hexdigest()[:16] for f in args.written},
+                          "by_category": dict(collections.Counter(r["category"] for r in written))},
         "train_total": counts(train_rows),
         "partially_supported_in_train": args.partial,
     }

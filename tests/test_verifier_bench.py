@@ -372,6 +372,15 @@ def test_training_script_smoke_run_checkpoints_and_resumes(tmp_path):
                                        "hypothesis": h, "claim": "Lyon opened schools.", "why": None, "model": "local"}) + "\n"
                            for i, h in enumerate(["Lyon founded schools.", "Lyon did not open schools."])))
     cmd += ["--llm-pairs", str(llm), "--llm-repeat", "3"]
+    tv = _load_script("train_verifier")
+    attr = tv.read_jsonl(data / "attribution_pairs.jsonl")
+    held = tv.heldout_split(attr, 0.10, 13)
+    free = next(i for i, r in enumerate(attr) if r["label"] == "supported" and i not in held)
+    written = tmp_path / "written.jsonl"  # as scripts/written_pairs.py merges it: line numbers into the pool
+    written.write_text(json.dumps({"src": free, "category": "negation", "claim": "The town closed no schools.", "label": 0})
+                       + "\n" + json.dumps({"src": free, "category": "paraphrase", "claim": "Schools were opened.",
+                                            "label": 1}) + "\n")
+    cmd += ["--written", str(written), "--written-repeat", "2"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert first.returncode == 0, first.stderr[-2000:]
@@ -382,6 +391,8 @@ def test_training_script_smoke_run_checkpoints_and_resumes(tmp_path):
     assert counts["sub_claims"]["total"] == 5 and counts["sub_claims"]["entailed"] == 5
     assert counts["llm_pairs"]["total"] == 3 and counts["llm_pairs"]["entailed"] == 3  # the kept one, thrice
     assert counts["llm_pairs"]["by_kind"] == {"synthetic/llm_paraphrase": 3}
+    assert counts["written_pairs"]["total"] == 4 and counts["written_pairs"]["entailed"] == 2  # two rows, twice
+    assert counts["written_pairs"]["by_category"] == {"negation": 1, "paraphrase": 1}
     assert (out / "checkpoint" / "trainer_state.pt").exists() and (out / "model.safetensors").exists()
     again = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
@@ -394,6 +405,12 @@ def test_training_script_smoke_run_checkpoints_and_resumes(tmp_path):
     nofile[nofile.index("--llm-pairs") + 1] = str(tmp_path / "absent.jsonl")
     gone = subprocess.run(nofile, capture_output=True, text=True, env=env, timeout=600)
     assert gone.returncode == 2 and "--llm-pairs: no such file" in gone.stderr
+    leak = tmp_path / "leak.jsonl"  # a claim written from a held-out pair must never be trained on
+    leak.write_text(json.dumps({"src": min(held), "category": "control", "claim": "A claim.", "label": 1}) + "\n")
+    bad = list(other)
+    bad[bad.index("--written") + 1] = str(leak)
+    refused = subprocess.run(bad, capture_output=True, text=True, env=env, timeout=600)
+    assert refused.returncode == 2 and "held-out pair" in refused.stderr
 
 
 
