@@ -76,8 +76,8 @@ def parse_args(argv=None):
     p.add_argument("--sub-claims", type=int, default=3000, help="v2: supported claims shorter than their sentence")
     p.add_argument("--fever-sample", type=int, default=2000, help="FEVER-NLI test pairs scored (seed 0)")
     p.add_argument("--part-mb", type=float, default=56.0, help="MiB per part (one call carries one)")
-    p.add_argument("--written", default="", help="written pairs (benchmarks/data/written_pairs.jsonl, joined to "
-                   "the pool by scripts/written_pairs.py) added as rows marked part=written")
+    p.add_argument("--written", nargs="*", default=[], help="written pairs files (benchmarks/data/written_pairs*.jsonl, "
+                   "joined to the pool by scripts/written_pairs.py) added as rows marked part=written")
     p.add_argument("--pairs", default="", help="JSON lines {split: train|eval, set, group, premise, claim, y} "
                    "instead of the recipe above (the smoke test's few pairs)")
     t = sub.add_parser("train", help="train, score and export the adapter (on the GPU machine)")
@@ -166,7 +166,7 @@ def training_rows(data: Path, args, rng: random.Random) -> tuple[list[dict], dic
 def evaluation_rows(data: Path, fever_sample: int,
                     suites: tuple[str, ...] = ("minimal", "minimal-blind", "minimal-third")) -> list[dict]:
     """The evaluation pairs: the pool's held-out split, FEVER-NLI test (a sample), ``suites`` (names of
-    ``bench_verifier.MINIMAL_SUITES``; by default not the fourth and fifth, which each judge a finished
+    ``bench_verifier.MINIMAL_SUITES``; by default not the fourth to sixth, which each judge a finished
     change and stay unscored till then) and ExpertQA."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     sys.path.insert(0, str(REPO))
@@ -212,9 +212,9 @@ def payload(args) -> int:
     if args.written:
         import written_pairs
 
-        written = written_pairs.rows(Path(args.written), data)
+        written = [r for f in args.written for r in written_pairs.rows(Path(f), data)]
         train += [{"premise": r["premise"], "claim": r["hypothesis"], "y": r["y"], "part": "written"} for r in written]
-        counts["written"] = {"file": Path(args.written).name, "total": len(written),
+        counts["written"] = {"files": [Path(f).name for f in args.written], "total": len(written),
                              "by_category": dict(collections.Counter(r["category"] for r in written))}
     print(json.dumps(counts), f"eval {collections.Counter(r['set'] for r in evals)}", flush=True)
     tok = gguf_tokenizer(gguf_path)  # the verifier's own, from the same cache
