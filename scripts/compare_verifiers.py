@@ -63,6 +63,9 @@ def main(argv=None) -> int:
     ap.add_argument("--band", action="append", default=[], metavar="FIRST,LM,LO,HI",
                     help="also print FIRST's scores with LM's averaged in where FIRST is strictly inside (LO, HI), "
                          "from the two specs' scores (both must be listed): +lm's rule with another band")
+    ap.add_argument("--bound", action="append", default=[], metavar="A,B",
+                    help="also print, per set, the balanced accuracy if every pair were decided by whichever of A and B "
+                         "is right (the ceiling of any rule that picks between their verdicts) and the share both get wrong")
     args = ap.parse_args(argv)
     if len(args.specs) < 2:
         print("give a reference spec and at least one candidate", file=sys.stderr)
@@ -94,9 +97,33 @@ def main(argv=None) -> int:
             print(f"--band {band}: {first!r} and {lm!r} must both be among the specs", file=sys.stderr)
             return 2
         scores[f"{first}+[{lm}]({lo},{hi})"] = clc.second_opinion(scores[first], scores[lm], (float(lo), float(hi)))
+    for pair in args.bound:
+        a, _, b = pair.partition(",")
+        if a not in scores or b not in scores:
+            print(f"--bound {pair}: {a!r} and {b!r} must both be among the specs", file=sys.stderr)
+            return 2
     print(f"balanced accuracy at 0.5 [95% bootstrap]; candidates minus {args.specs[0]}, paired")
     clc.print_table(rows, scores, args.specs[0], args.boot)
+    for pair in args.bound:
+        a, _, b = pair.partition(",")
+        for s, (ceiling, both_wrong, n) in either_right(rows, scores[a], scores[b]).items():
+            print(f"{s} ({n}): either of {a} and {b} right {ceiling:.1f}; both wrong {both_wrong:.0f}%")
     return 0
+
+
+def either_right(rows: list[dict], a, b, threshold: float = 0.5) -> dict[str, tuple[float, float, int]]:
+    """Per set: balanced accuracy when each pair counts as right if ``a`` or ``b`` decides it right at
+    ``threshold`` (no rule choosing between their verdicts does better), and the percentage of pairs both
+    decide wrong."""
+    y = np.array([r["y"] for r in rows])
+    sets = np.array([r["set"] for r in rows])
+    right = ((np.asarray(a) >= threshold) == (y == 1)) | ((np.asarray(b) >= threshold) == (y == 1))
+    out = {}
+    for s in dict.fromkeys(sets):
+        k = sets == s
+        per_label = [right[k & (y == v)].mean() for v in (1, 0) if (k & (y == v)).any()]
+        out[str(s)] = (100 * float(np.mean(per_label)), 100 * float(1 - right[k].mean()), int(k.sum()))
+    return out
 
 
 if __name__ == "__main__":

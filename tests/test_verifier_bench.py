@@ -641,6 +641,15 @@ def test_compare_verifiers_prints_paired_differences_and_refuses_bad_input(tmp_p
                     "--band", "ref,better,0.15,1.0"]) == 0
     out = capsys.readouterr().out
     assert "ref+[better](0.15,1.0) 100.0" in out  # 0.2 -> (0.2 + 0.8) / 2 = 0.5: accepted
+    # the ceiling of a rule picking between two verdicts: "better" is right wherever "ref" is, so better's own figure
+    (cache / "worse.json").write_text(json.dumps([0.1, 0.1, 0.9, 0.1] * (len(rows) // 4)))  # right on 1 pair in 4
+    assert cv.main(["ref", "better", "worse", "--data", str(data), "--cache", str(cache), "--boot", "50",
+                    "--bound", "ref,better", "--bound", "ref,worse"]) == 0
+    out = capsys.readouterr().out
+    assert "heldout (20): either of ref and better right 100.0; both wrong 0%" in out
+    assert "heldout (20): either of ref and worse right 75.0; both wrong 25%" in out  # the second supported pair
+    assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache), "--bound", "ref,nope"]) == 2
+    assert "--bound ref,nope: 'ref' and 'nope' must both be among the specs" in capsys.readouterr().err
     assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache), "--band", "ref,nope,0.1,0.9"]) == 2
     assert "must both be among the specs" in capsys.readouterr().err
     assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache), "--sets", "heldout,nope"]) == 2
