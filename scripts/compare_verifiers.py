@@ -97,15 +97,14 @@ def main(argv=None) -> int:
             print(f"--band {band}: {first!r} and {lm!r} must both be among the specs", file=sys.stderr)
             return 2
         scores[f"{first}+[{lm}]({lo},{hi})"] = clc.second_opinion(scores[first], scores[lm], (float(lo), float(hi)))
-    for pair in args.bound:
-        a, _, b = pair.partition(",")
+    bounds = [pair.partition(",")[::2] for pair in args.bound]
+    for pair, (a, b) in zip(args.bound, bounds):
         if a not in scores or b not in scores:
             print(f"--bound {pair}: {a!r} and {b!r} must both be among the specs", file=sys.stderr)
             return 2
     print(f"balanced accuracy at 0.5 [95% bootstrap]; candidates minus {args.specs[0]}, paired")
     clc.print_table(rows, scores, args.specs[0], args.boot)
-    for pair in args.bound:
-        a, _, b = pair.partition(",")
+    for a, b in bounds:
         for s, (ceiling, both_wrong, n) in either_right(rows, scores[a], scores[b]).items():
             print(f"{s} ({n}): either of {a} and {b} right {ceiling:.1f}; both wrong {both_wrong:.0f}%")
     return 0

@@ -212,7 +212,8 @@ def payload(args) -> int:
     if args.written:
         import written_pairs
 
-        written = [r for f in args.written for r in written_pairs.rows(Path(f), data)]
+        pool = written_pairs.pool_rows(data)  # read once for every file
+        written = [r for f in args.written for r in written_pairs.rows(Path(f), attr=pool)]
         train += [{"premise": r["premise"], "claim": r["hypothesis"], "y": r["y"], "part": "written"} for r in written]
         counts["written"] = {"files": [Path(f).name for f in args.written], "total": len(written),
                              "by_category": dict(collections.Counter(r["category"] for r in written))}

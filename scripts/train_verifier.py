@@ -394,7 +394,7 @@ def main(argv=None) -> int:
     long_rows = verifier_data.long_premises(attr_train + fever, args.long_premise, rng) if args.long_premise else []
     subs = verifier_data.sub_claims(train_rows, args.sub_claims, rng) if args.sub_claims else []
     llm_rows = verifier_llm_data.read_kept([Path(f) for f in args.llm_pairs]) * max(1, args.llm_repeat)
-    written = [r for f in args.written for r in written_pairs.rows(Path(f), data_dir.parent)]
+    written = [r for f in args.written for r in written_pairs.rows(Path(f), attr=attr)]  # the pool read above
     if any(r["src"] in held for r in written):  # the writers' inputs come from the training part only
         print("--written: a row was written from a held-out pair; refusing to train on it", file=sys.stderr)
         return 2

@@ -156,9 +156,10 @@ def merge(args) -> int:
     return 0
 
 
-def rows(path: Path, data: Path = DATA) -> list[dict]:
-    """The committed file joined to its premises: ``{premise, hypothesis, label, y, source, category}``."""
-    attr = pool_rows(data)
+def rows(path: Path, data: Path = DATA, attr: list[dict] | None = None) -> list[dict]:
+    """The committed file joined to its premises: ``{premise, hypothesis, label, y, source, category}``;
+    ``attr``: the pool's rows where the caller has read them already (else read from ``data``)."""
+    attr = pool_rows(data) if attr is None else attr
     out = []
     with path.open(encoding="utf-8") as f:
         for line in f:
