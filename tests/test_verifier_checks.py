@@ -355,3 +355,75 @@ def test_refusals_and_not_yet_are_negations(premise, claim):
 ])
 def test_refusals_restated_are_not_conflicts(premise, claim):
     assert kinds(premise, claim) == []
+
+
+# a converse says the same thing with its two sides traded; the same word with the sides traded does not
+MILL = ("Orvane Paper sold its Tessby mill to the packaging group Hallmere for 40 million euros. "
+        "Hallmere finished the refit two months ahead of Orvane's own schedule.")
+
+
+@pytest.mark.parametrize("claim", [
+    "Hallmere, a packaging group, bought Orvane Paper's Tessby mill for 40 million euros.",
+    "Orvane's own schedule had the refit finishing two months behind Hallmere.",
+])
+def test_a_converse_with_its_sides_traded_is_not_a_conflict(claim):
+    assert kinds(MILL, claim) == []
+
+
+@pytest.mark.parametrize("claim", [
+    "Hallmere sold its Tessby mill to Orvane Paper for 40 million euros.",  # the sides traded, the verb kept
+    "Orvane Paper bought the Tessby mill from Hallmere for 40 million euros.",  # the converse, the sides kept
+])
+def test_a_converse_with_its_sides_kept_or_a_verb_with_its_sides_traded_conflicts(claim):
+    assert kinds(MILL, claim) in (["antonym"], ["role"], ["antonym", "role"], ["role", "antonym"], ["swap"])
+
+
+def test_a_clause_that_opens_with_before_reads_as_its_converse():
+    premise = "Ilse Marn joined the Arvik orchestra in 2015 after leaving the Dunmore choir."
+    assert kinds(premise, "Before the Arvik orchestra took her on in 2015, Ilse Marn left the Dunmore choir.") == []
+    assert kinds(premise, "Ilse Marn joined the Arvik orchestra in 2015 before leaving the Dunmore choir.") == ["antonym"]
+
+
+def test_a_converse_adjective_before_its_noun_is_still_an_opposite():
+    # "younger brother" relates the brother to his owner; the verb's sides are another matter
+    premise = "Tomas Berg defeated his older brother Erik in the final of the Arvik chess open."
+    assert "antonym" in kinds(premise, "Erik Berg defeated his younger brother Tomas in the final of the Arvik chess open.")
+
+
+LEDGER = ("The Kessby ferry carried 84,000 passengers in 2024, up from 80,500 passengers the year before. Its three engines "
+          "deliver 2,700 kilowatts in all. The crossing was cut from 52 to 45 minutes. Nina Varg earns an annual "
+          "salary of 60,000 euros, paid in twelve monthly instalments. A fifth of the sailings were late; 15 per cent "
+          "of the 2,000 seats are reserved. The 1,200 lifejackets on board are ten times the 120 carried in 1990. "
+          "The Holm fleet's Vega 2 boats carried 9,000 cars. The harbour wall took half a century to build.")
+
+
+@pytest.mark.parametrize("claim", [
+    "The Kessby ferry carried 80,500 passengers in 2023.",  # "the year before"
+    "Each of the Kessby ferry's three engines delivers 900 kilowatts.",  # a total divided, the same unit
+    "The Kessby ferry crossing is seven minutes quicker than before.",  # a difference worded "quicker"
+    "Nina Varg is paid 5,000 euros a month.",  # the same currency, divided by a factor the sentence gives
+    "About 20 percent of the sailings were late.",  # a fraction as a percentage
+    "300 of the 2,000 seats are reserved.",  # a share the premise gives as a percentage
+    "The ferry now carries ten times as many lifejackets as in 1990.",  # the ratio of two counts
+    "The Holm fleet's boats carried 9,000 cars.",  # the 2 of a name is not a count of boats
+    "The harbour wall took about fifty years to build.",  # half a century
+])
+def test_more_numbers_computed_from_the_premise_are_not_conflicts(claim):
+    assert kinds(LEDGER, claim) == []
+
+
+@pytest.mark.parametrize("claim", [
+    "The Kessby ferry carried 80,500 passengers in 2022.",  # not the year before
+    "The Kessby ferry's engines deliver 900 kilowatts.",  # no word that says it divides
+    "The Kessby ferry crossing is eight minutes quicker than before.",  # a wrong difference
+    "About 25 percent of the sailings were late.",  # not a fifth
+    "400 of the 2,000 seats are reserved.",  # not 15 per cent
+])
+def test_numbers_one_step_off_still_conflict(claim):
+    assert kinds(LEDGER, claim) == ["number"]
+
+
+def test_a_negation_ends_where_a_clause_of_time_opens():
+    premise = "The Orra canal froze on 3 January 1947 and did not thaw until 9 March 1947."
+    assert kinds(premise, "The Orra canal stayed frozen until 9 March 1947.") == []
+    assert kinds(premise, "The Orra canal thawed on 3 January 1947.") != []

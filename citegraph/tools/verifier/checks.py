@@ -58,6 +58,7 @@ _NEG = {"not", "no", "never", "n't", "without", "none", "nobody", "nothing", "ne
 _REFUSAL = {"declined", "declines", "decline", "declining", "refused", "refuses", "refuse", "refusing"}
 # words between a negation and what it negates ("not yet signed", "not even tested")
 _NEG_MODIFIERS = {"yet", "even", "necessarily", "always", "entirely", "fully", "quite"}
+_TIME_CLAUSE = {"after", "before", "until", "till", "since"}  # a negation's scope ends where one of these opens
 _ASIDES = {"however", "though", "therefore", "moreover", "furthermore", "nevertheless", "indeed", "apparently",
            "reportedly", "surprisingly", "unfortunately", "initially", "originally"}
 _NEG_PHRASES_SKIP = {("not", "only"), ("not", "just"), ("not", "merely"), ("not", "simply"), ("no", "less"), ("not", "less"), ("no", "doubt"),
@@ -71,7 +72,8 @@ _NEGATIVE_MEANING = {"avoid", "avoided", "avoids", "excluding", "except", "yet",
 
 # verbs of ending or removing: a claim's negation may restate one ("no longer offers" from "scrapped")
 _REMOVAL = {"scrap", "remov", "abolish", "cancel", "elimin", "withdraw", "withdrew", "discontinu", "ceas", "abandon",
-            "quit", "drop", "halt", "stop", "retir", "axe", "ditch", "dismantl", "shut", "ended", "phased"}
+            "quit", "drop", "halt", "stop", "retir", "axe", "ditch", "dismantl", "shut", "ended", "phased",
+            "postpon", "delay", "defer", "suspend"}
 
 _WORD_NUMBERS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
                  "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13", "fourteen": "14",
@@ -105,7 +107,15 @@ known/unknown married/unmarried healthy/unhealthy safe/unsafe stable/unstable fa
 regular/irregular relevant/irrelevant responsible/irresponsible mature/immature mortal/immortal
 visible/invisible active/inactive accurate/inaccurate complete/incomplete correct/incorrect
 sufficient/insufficient significant/insignificant approve/disapprove agreement/disagreement
-advantage/disadvantage honest/dishonest
+advantage/disadvantage honest/dishonest ahead/behind lend/borrow lent/borrowed precede/follow
+""".split()]
+
+# opposites that say the same thing with their two sides traded: "A sold B to C" = "C bought B from A",
+# "A finished ahead of B" = "B finished behind A", "A after B" = "B before A"
+_CONVERSES = [tuple(pair.split("/")) for pair in """
+buy/sell bought/sold win/lose won/lost before/after earlier/later ahead/behind lend/borrow lent/borrowed
+precede/follow import/export higher/lower larger/smaller bigger/smaller greater/smaller greater/less
+more/fewer more/less longer/shorter faster/slower older/younger above/below heavier/lighter
 """.split()]
 
 _BE = {"is", "are", "was", "were", "be", "been", "being", "got", "gets", "get"}
@@ -157,6 +167,15 @@ def _antonym_stems() -> dict[str, set[str]]:
         if sa != sb:
             out.setdefault(sa, set()).add(sb)
             out.setdefault(sb, set()).add(sa)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _converse_stems() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for a, b in _CONVERSES:
+        out.setdefault(stem(a), set()).add(stem(b))
+        out.setdefault(stem(b), set()).add(stem(a))
     return out
 
 
@@ -233,8 +252,8 @@ def _neg_scopes(t: _Text, claim: bool = False) -> list[tuple[int, int, set[str],
             if end == i + 1 and t.lower[end] in _NEG_MODIFIERS:  # "not yet signed": the head is "signed"
                 end += 1
                 continue
-            if t.lower[end] in _CLAUSE_END:
-                break
+            if t.lower[end] in _CLAUSE_END or (end > i + 1 and t.lower[end] in _TIME_CLAUSE):
+                break  # "did not thaw until 4 March": the date is not negated
             if end == i + 1 and t.lower[end] in ("to", "out") and w not in _NEG:
                 end += 1  # "declined to fund", "ruled out a retrial": the scope starts after the particle
                 continue
@@ -429,10 +448,69 @@ def _antonym(p: _Pair) -> Finding | None:
     for k, s in enumerate(p.claim.stems):
         if s in ants and s not in best and not claim_neg:
             opposite = ants[s] & best
-            if opposite and not _comparison_turned(p, s, ants):
+            if opposite and not _comparison_turned(p, s, ants) and not _converse_turned(p, k, opposite):
                 return Finding("antonym", f"the claim has {p.claim.tokens[k]!r} where the premise has "
                                           f"{_show(p.best, opposite)}")
     return None
+
+
+def _clause_sides(t: _Text, k: int, room: int = 8) -> tuple[set[str], set[str]]:
+    """The content stems around the word at ``k`` in its sentence: at most ``room`` content words on its
+    left and on its right, past commas (an apposition: "Brightway, a logistics company, bought") but not
+    past another clause's end. A word that opens the sentence ("Before Quillfeather hired her, Dalton
+    worked at Ardent") reads as the clause after its comma and then the word: its left is that clause,
+    its right the words up to the comma."""
+    n = len(t.lower)
+    stops = _CLAUSE_END - {","}
+
+    def walk(m: int, step: int, stop: set[str]) -> tuple[set[str], int]:
+        out: set[str] = set()
+        while 0 <= m < n and len(out) < room and t.lower[m] not in stop:
+            if _is_content(t.lower[m]):
+                out.add(t.stems[m])
+            m += step
+        return out, m
+
+    if k == 0 or t.lower[k - 1] in stops:  # the word opens its sentence or clause
+        right, comma = walk(k + 1, 1, _CLAUSE_END)
+        if comma < n and t.lower[comma] == ",":
+            return walk(comma + 1, 1, stops)[0], right
+    return walk(k - 1, -1, stops)[0], walk(k + 1, 1, stops)[0]
+
+
+def _converse_turned(p: _Pair, k: int, opposite: set[str]) -> bool:
+    """The claim's word at ``k`` is the converse of the premise sentence's (``opposite``) and the two sides
+    trade places: words of the claim's left side stand only on the premise word's right, and words of its
+    right side only on the premise word's left ("Calder Valley Water sold Eastmere Water 12 million litres"
+    from "Eastmere Water bought 12 million litres from Calder Valley Water"), which says the same thing."""
+    c, b = p.claim, p.best
+    theirs = _converse_stems().get(c.stems[k], set()) & opposite
+    if not theirs or _before_noun(c, k):
+        return False
+    left, right = _clause_sides(c, k)
+    for j, s in enumerate(b.stems):
+        if s in theirs:
+            left_b, right_b = _clause_sides(b, j)
+            if (left & right_b) - left_b and (right & left_b) - right_b:
+                return True
+    return False
+
+
+def _converse_flips(p: _Pair) -> bool:
+    """The claim says the premise sentence's relation with its converse ("behind" for "ahead", "sold" for
+    "bought"), so its two sides are expected to trade places: the role and swap rules leave it to the
+    antonym rule."""
+    conv = _converse_stems()
+    best = set(p.best.stems)
+    c = p.claim
+    return any(s in conv and s not in best and conv[s] & best and not _before_noun(c, k) for k, s in enumerate(c.stems))
+
+
+def _before_noun(t: _Text, k: int) -> bool:
+    """The word at ``k`` stands before a lower-case content word, as an adjective before its noun ("her
+    younger sister Anna"): a converse there relates the noun to its owner, not the clause's two sides, which
+    stay the role rules' to read."""
+    return k + 1 < len(t.lower) and t.tokens[k + 1].islower() and _is_content(t.lower[k + 1])
 
 
 def _comparison_turned(p: _Pair, comp: str, ants: dict[str, set[str]]) -> bool:
@@ -569,6 +647,94 @@ def _derived(x: str, p: _Pair, prem_nums: set[str]) -> bool:
             k = _value(_WORD_NUMBERS.get(m.group(2).lower(), m.group(2)))
         if k and any(close(v, a / k) or close(v, a * k) for a in same_unit):
             return True
+    return _derived_more(x, v, p, years, unit, same_unit, percent)
+
+
+# a year named by its distance from another: "up from 1,980 the year before", "the following year"
+_YEAR_BEFORE = re.compile(r"\b(?:the\s+(?:previous|preceding|prior)\s+year|the\s+year\s+before|a\s+year\s+(?:earlier|before))\b", re.I)
+_YEAR_AFTER = re.compile(r"\b(?:the\s+(?:following|next)\s+year|the\s+year\s+after|a\s+year\s+later)\b", re.I)
+_FRACTIONS = {"fifth": 20.0, "quarter": 25.0, "tenth": 10.0, "third": 100 / 3}
+_FRACTION = re.compile(r"\b(a|one|two|three|four)\s+(fifths?|quarters?|tenths?|thirds?)\b", re.I)
+_SPANS = {"decade": 10, "decad": 10, "centuri": 100, "century": 100, "millennia": 1000, "millennium": 1000, "dozen": 12}
+# words of a claim that compare two amounts by their difference, beside _DIFFERENCE_WORDS
+_QUICKER = {"quicker", "sooner", "cheaper", "warmer", "colder", "cooler", "taller", "deeper", "wider", "heavier",
+            "lighter", "saving", "saved", "exceeded", "topped", "surpassed", "apart", "margin"}
+
+# words of a claim that say it divides or multiplies: "each", "a month", "on average", "in total"
+_PER = {"each", "per", "every", "apiece", "average", "averages", "averaged", "monthly", "annually", "annual",
+        "yearly", "daily", "weekly", "hourly", "month", "year", "day", "week", "hour", "total", "combined",
+        "altogether", "overall"}
+
+
+def _derived_more(x: str, v: float, p: _Pair, years: set[int], unit: set[str], same_unit: set[float],
+                  percent: bool) -> bool:
+    """More of :func:`_derived`'s plain steps: a year one before or after a year the premise names that way
+    ("the year before" 2023: 2022); no goals for "goalless"; a span in decades, centuries or millennia ("six
+    millennia" for 6,000 years, "fifty years" for half a century); a fraction as a percentage ("20 percent"
+    for "a fifth"); a difference the claim words as "quicker", "warmer" and the like; the claim's number and
+    another of its numbers in the ratio of a percentage the premise gives ("360 of the 1,200 homes" for 30 per
+    cent of them); a number of the premise in the same unit times or divided by another number of the
+    premise or the claim ("70 megawatts" each for 210 megawatts and three turbines; "ten times" for 5,000
+    copies and 500 copies)."""
+    close = lambda a, b: abs(a - b) < 1e-6 * max(1.0, abs(b))  # noqa: E731
+    text, ptext = p.claim_text, p.premise_text
+    if x.isdigit() and 1000 <= v <= 2100:  # the year and the words that count from it in one sentence
+        for t in p.sents:
+            sent = " ".join(t.tokens)
+            near = {int(y) for y in _numbers(sent, t) if y.isdigit() and 1000 <= int(y) <= 2100}
+            if (v + 1 in near and _YEAR_BEFORE.search(sent)) or (v - 1 in near and _YEAR_AFTER.search(sent)):
+                return True
+        return False
+    if v == 0:
+        return bool(re.search(r"\b(?:goalless|scoreless|nil)\b", ptext, re.I))
+    prem_vals = {y for y in map(_value, _numbers(ptext, p.premise)) if y is not None}
+    for k in range(len(p.claim.tokens) - 1):
+        if _canonical_token(p.claim, k) == x:
+            per = _SPANS.get(p.claim.stems[k + 1]) or _SPANS.get(p.claim.lower[k + 1])
+            if per and v * per in prem_vals:
+                return True
+    if v == 50 and re.search(r"\bhalf\s+a\s+century\b", ptext, re.I) and re.search(r"\byears?\b", text, re.I):
+        return True
+    if percent:
+        for m in _FRACTION.finditer(ptext):
+            n = 1 if m.group(1).lower() in ("a", "one") else int(_WORD_NUMBERS[m.group(1).lower()])
+            if abs(v - n * _FRACTIONS[m.group(2).lower().rstrip("s")]) < 0.5:
+                return True
+        return False
+    claim_vals = {y for y in map(_value, _numbers(text, p.claim)) if y is not None} - {v}
+    sents = [sorted({y for y in map(_value, _numbers(raw, t)) if y is not None})
+             for raw, t in zip(_sentences(ptext), p.sents)]
+    if set(p.claim.lower) & _QUICKER and any(close(v, abs(a - b)) for nums in sents for a in nums for b in nums):
+        return True
+    shares = [float(m.group(1)) for m in re.finditer(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b|per\s+cent\b)", ptext, re.I)]
+    if any(close(v, a * s / 100) for a in claim_vals & prem_vals for s in shares):
+        return True
+    # times or divided by: a number of the claim's premise sentence in the claim number's unit (the word after
+    # it, or the currency sign before it), and a factor from that sentence or the claim
+    b = p.best
+    best_vals = {y for y in map(_value, _numbers(_sentences(ptext)[p.sents.index(b)] if b in p.sents else ptext, b))
+                 if y is not None}
+    factors = (best_vals | claim_vals) - {0.0, 1.0}
+    content_unit = {u for u in unit if u.isalpha() and _is_content(u)} if set(p.claim.lower) & _PER else set()
+    operands = {y for k in range(len(b.tokens) - 1) if b.stems[k + 1] in content_unit
+                for y in [_value(_canonical_token(b, k))] if y is not None}
+    cur = re.search(rf"([€$£¥])\s?{re.escape(x)}(?![\d])", text.replace(",", ""))
+    if cur:  # the sentence's amounts in that currency
+        in_best = {_canonical_token(b, k) for k in range(len(b.tokens))}
+        operands |= {float(m.group(1)) for m in re.finditer(rf"{re.escape(cur.group(1))}\s?(\d+(?:\.\d+)?)(?![\d])",
+                                                             ptext.replace(",", "")) if m.group(1) in in_best}
+    if any(close(v, a * f) or close(v, a / f) for a in operands for f in factors if f != a):
+        return True
+    forms = "|".join([re.escape(x)] + [w for w, d in _WORD_NUMBERS.items() if d == x])
+    after = re.search(rf"(?<![\d.])(?:{forms})\s+times\b", text.replace(",", ""), re.I)
+    if after and unit:
+        t = p.premise
+        by_unit: dict[str, set[float]] = {}
+        for k in range(len(t.tokens) - 1):
+            y = _value(_canonical_token(t, k))
+            if y:
+                by_unit.setdefault(t.stems[k + 1], set()).add(y)
+        return any(close(v, a / b) for vals in by_unit.values() for a in vals for b in vals if a != b)
     return False
 
 
@@ -584,7 +750,7 @@ def _number_slot(p: _Pair, skip: set[str] = frozenset()) -> Finding | None:
     t = p.premise
     for k in range(len(t.tokens) - 1):
         num = _canonical_token(t, k)
-        if num:
+        if num and not (k > 1 and _named(t, k - 1) and t.tokens[k][:1].isdigit()):  # not a name's ("Aster 3 units")
             follows.setdefault(t.stems[k + 1], set()).add(num)
     for k in range(len(c.tokens) - 1):
         num = _canonical_token(c, k)
@@ -595,7 +761,7 @@ def _number_slot(p: _Pair, skip: set[str] = frozenset()) -> Finding | None:
         if num in skip:
             continue
         others = follows.get(c.stems[k + 1], set())
-        if others and num not in others:
+        if others and num not in others and not _derived(num, p, _numbers(p.premise_text, p.premise)):
             return Finding("number", f"{c.tokens[k]} {c.tokens[k + 1]}: the premise has "
                                      f"{', '.join(sorted(others))} {c.tokens[k + 1]}")
     return None
@@ -621,7 +787,7 @@ def _name(p: _Pair) -> Finding | None:
 
 def _role(p: _Pair) -> Finding | None:
     """Two names on either side of a shared verb or comparative trade sides (voice taken into account)."""
-    if not p.aligned():
+    if not p.aligned() or _converse_flips(p):
         return None
     c, b = p.claim, p.best
     shared = {s for s in p.claim_content & b.content() if c.stems.count(s) == 1 and b.stems.count(s) == 1}
@@ -963,7 +1129,7 @@ def _swap(p: _Pair) -> Finding | None:
     sentence says "Figure captions should be placed below the figure" and another says "Table captions
     should be placed above the table"; or with a name of the premise put in another name's place
     (:func:`_name_moved`)."""
-    if not p.aligned():
+    if not p.aligned() or _converse_flips(p):  # "A sold B to C" for "C bought B from A": the names move
         return None
     # the claim's words aligned with its premise sentence's (tokens that are words, by stem), for both cases
     cw = [k for k, t in enumerate(p.claim.tokens) if t[0].isalnum()]
