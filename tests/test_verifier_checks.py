@@ -427,3 +427,17 @@ def test_a_negation_ends_where_a_clause_of_time_opens():
     premise = "The Orra canal froze on 3 January 1947 and did not thaw until 9 March 1947."
     assert kinds(premise, "The Orra canal stayed frozen until 9 March 1947.") == []
     assert kinds(premise, "The Orra canal thawed on 3 January 1947.") != []
+
+
+DRUGS = ("Morvastin can raise the level of the blood thinner Keldarin in the body. "
+         "The Arvik trial was led by Ines Holt and funded by Orvane Health.")
+
+
+def test_two_names_the_other_way_round_around_the_same_words_conflict():
+    assert "role" in kinds(DRUGS, "Keldarin can raise the level of Morvastin in the body.")
+    assert kinds(DRUGS, "Morvastin can raise the level of Keldarin in the body.") == []
+    assert kinds(DRUGS, "The level of Keldarin in the body can be raised by Morvastin.") == []  # the passive
+
+
+def test_names_in_two_coordinated_phrases_are_not_one_verbs_sides():
+    assert kinds(DRUGS, "Orvane Health funded the Arvik trial led by Ines Holt.") == []

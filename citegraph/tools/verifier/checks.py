@@ -807,7 +807,7 @@ def _role(p: _Pair) -> Finding | None:
             continue
         if _sides_traded(c, b, i, j, (ka, kz), (ja, jz)):
             return Finding("role", f"{c.tokens[ka]!r} and {c.tokens[kz]!r} trade places around {c.tokens[i]!r}")
-    return (_subject_moved(p, shared) or _nouns_traded(p) or _pronoun_object(p) or _comparison_reversed(p)
+    return (_subject_moved(p, shared) or _names_reordered(p) or _nouns_traded(p) or _pronoun_object(p) or _comparison_reversed(p)
             or _attributes_traded(p) or _relation_reversed(p))
 
 
@@ -980,6 +980,50 @@ def _attributes_traded(p: _Pair) -> Finding | None:
 
 
 # verbs whose two sides may trade places without changing what is said ("the tenant met the landlord")
+def _name_spans(t: _Text, other: _Text) -> list[tuple[int, int, frozenset[str]]]:
+    """(start, end, stems) of each run of names in ``t``."""
+    out, k = [], 0
+    while k < len(t.tokens):
+        if _named(t, k, other):
+            end = k
+            while end < len(t.tokens) and _named(t, end, other):
+                end += 1
+            out.append((k, end, frozenset(t.stems[k:end])))
+            k = end
+        else:
+            k += 1
+    return out
+
+
+def _names_reordered(p: _Pair) -> Finding | None:
+    """Two names of the claim with the words between them ("Pelmarin can raise the level of Corvastin") stand
+    the other way round in the premise sentence, the same words between them and more ("Corvastin can raise
+    the level of the anticoagulant pelmarin"), in the same voice ("by" between both or neither), with "of"
+    between both or neither ("Lucie is the daughter of Lucille" says "Lucille ... her daughter Lucie") and
+    not a symmetric relation ("met", "married")."""
+    c, b = p.claim, p.best
+    mine, theirs = _name_spans(c, b), _name_spans(b, c)
+    for (s1, e1, n1), (s2, e2, n2) in zip(mine, mine[1:]):
+        if n1 & n2 or any(c.lower[m] in _CLAUSE_END for m in range(e1, s2)):
+            continue
+        between = {c.stems[m] for m in range(e1, s2) if _is_content(c.lower[m])}
+        if not between or len(between) > 6 or between & _SYMMETRIC or between & set(_converse_stems()):
+            continue
+        first = [t for t in theirs if t[2] & n1]
+        second = [t for t in theirs if t[2] & n2]
+        if len(first) != 1 or len(second) != 1 or first[0] == second[0] or second[0][0] > first[0][0]:
+            continue
+        (_, eb, _), (sa, _, _) = second[0], first[0]
+        if eb > sa or any(b.lower[m] in (".", ";", "!", "?", "and", "or") for m in range(eb, sa)):
+            continue  # "directed by Luhrmann and starring Kidman": two phrases, not one verb's two sides
+        theirs_between = {b.stems[m] for m in range(eb, sa) if _is_content(b.lower[m])}
+        same_build = all((w in c.lower[e1:s2]) == (w in b.lower[eb:sa]) for w in ("by", "of"))
+        if between <= theirs_between and same_build:  # "B is the daughter of A" = "A ... her daughter B"
+            return Finding("role", f"{_show(c, set(n1))} and {_show(c, set(n2))} stand the other way round "
+                                   f"around {_show(c, between)} in the premise")
+    return None
+
+
 _SYMMETRIC = {stem(w) for w in "meet marry fight play tie draw compete collide merge partner share resemble border "
                                 "face join divorce debate date".split()}
 _BEFORE_VERB = {"was", "were", "is", "are", "has", "have", "had", "also", "later", "then", "first", "once", "been"}
