@@ -18,7 +18,7 @@
     (benchmarks/data/minimal_pairs_third.jsonl), --sets minimal-fourth, a fourth written the same way
     and committed unscored (it judged the second lm-check adapter), --sets minimal-fifth, a fifth
     written the same way (it judged session 26's run 10), and --sets minimal-sixth, a sixth, committed
-    unscored to judge the next change; (e) any
+    unscored (it judged session 27's checks and fourth adapter); (e) any
     file in LLM-AggreFact's format (dataset, doc, claim, label), per dataset and the leaderboard's
     average. The llm-judge is slow, so it (and the verifier again, for a like-for-like row) runs on a
     fixed seeded sample (--judge-sample, 0 = none).
@@ -86,8 +86,8 @@ def parse_args(argv=None):
                          "suite), minimal-blind (a second suite, written by helpers who saw neither the first suite nor the "
                          "checks' rules; docs/verifier.md), minimal-third (a third, written blind again: judges changes made "
                          "while reading the second), minimal-fourth (a fourth, written blind; it judged the second lm-check adapter), minimal-fifth (a "
-                         "fifth, written blind; it judged session 26's run 10), minimal-sixth (a sixth, written blind and "
-                         "kept unscored for the next change), "
+                         "fifth, written blind; it judged session 26's run 10), minimal-sixth (a sixth, written blind; it "
+                         "judged session 27's checks and fourth adapter), "
                          "aggrefact (needs --aggrefact)")
     ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")
     ap.add_argument("--minimal-pairs", default=str(REPO / "benchmarks" / "data" / "minimal_pairs.jsonl"))
