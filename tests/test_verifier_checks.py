@@ -441,3 +441,8 @@ def test_two_names_the_other_way_round_around_the_same_words_conflict():
 
 def test_names_in_two_coordinated_phrases_are_not_one_verbs_sides():
     assert kinds(DRUGS, "Orvane Health funded the Arvik trial led by Ines Holt.") == []
+
+
+def test_a_converse_of_time_leaves_the_role_rules_on():
+    premise = "Orvia acquired Kestrel in 2019, two years after the Halden merger."
+    assert "role" in kinds(premise, "Kestrel acquired Orvia in 2019, two years before the Halden merger.")

@@ -503,7 +503,14 @@ def _converse_flips(p: _Pair) -> bool:
     conv = _converse_stems()
     best = set(p.best.stems)
     c = p.claim
-    return any(s in conv and s not in best and conv[s] & best and not _before_noun(c, k) for k, s in enumerate(c.stems))
+    return any(s in conv and s not in best and conv[s] & best and not _before_noun(c, k) and s not in _NOT_ROLES
+               for k, s in enumerate(c.stems))
+
+
+# converses of time and quantity ("after", "more"): common words that seldom carry a sentence's roles, so they
+# leave the role rules on
+_NOT_ROLES = {stem(w) for w in "before after earlier later more less fewer higher lower larger smaller bigger greater "
+                               "longer shorter faster slower older younger heavier lighter".split()}
 
 
 def _before_noun(t: _Text, k: int) -> bool:
