@@ -446,33 +446,3 @@ def test_names_in_two_coordinated_phrases_are_not_one_verbs_sides():
 def test_a_converse_of_time_leaves_the_role_rules_on():
     premise = "Orvia acquired Kestrel in 2019, two years after the Halden merger."
     assert "role" in kinds(premise, "Kestrel acquired Orvia in 2019, two years before the Halden merger.")
-
-
-@pytest.mark.parametrize("premise, claim", [
-    ("Tom Reyes bred the colt Arvik Star and sold him as a foal to the Halden Stud.",
-     "Tom Reyes bred Arvik Star, which the Halden Stud bought as a foal."),  # a converse in a relative clause
-    ("The Orra lighthouse was automated in 1991, and its last keepers were withdrawn the same year.",
-     "No keepers have lived at the Orra lighthouse since 1991."),  # "withdrawn" restates the "no"
-    ("Each Kessby pot is cooled slowly over 12 hours to prevent cracking.",
-     "Kessby pots are cooled slowly over 12 hours so that they do not crack."),  # "prevent" restates the "not"
-    ("The stallion Arvik Grey was retired after failing a fertility test in May.",
-     "Arvik Grey was retired because he failed a fertility test in May."),  # "failing" negates as "failed" does
-    ("Ines Holt joined the Orvik survey in 1912 and became its chief engineer in 1917.",
-     "Ines Holt had become the Orvik survey's chief engineer by 1920."),  # "by 1920": a bound
-    ("The Kessby clinic has nine rooms, four of which have birthing pools.",
-     "The Kessby clinic has four rooms with birthing pools."),  # "four of which": four rooms
-])
-def test_more_supported_rewordings_are_not_conflicts(premise, claim):
-    assert kinds(premise, claim) == []
-
-
-@pytest.mark.parametrize("premise, claim", [
-    ("Tom Reyes bred the colt Arvik Star and sold him as a foal to the Halden Stud.",
-     "Tom Reyes bought Arvik Star from the Halden Stud as a foal."),
-    ("The stallion Arvik Grey was retired after failing a fertility test in May.",
-     "Arvik Grey passed a fertility test in May."),
-    ("The Kessby clinic has nine rooms, four of which have birthing pools.",
-     "The Kessby clinic has five rooms with birthing pools."),
-])
-def test_their_unsupported_neighbours_still_conflict(premise, claim):
-    assert kinds(premise, claim) != []

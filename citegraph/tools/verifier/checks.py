@@ -53,7 +53,7 @@ your my me us him one two all both either own same s up out off down again furth
 between through against among while if but because although though whether not no never""".split())
 
 _NEG = {"not", "no", "never", "n't", "without", "none", "nobody", "nothing", "neither", "nor", "cannot",
-        "lack", "lacks", "lacked", "lacking", "unable", "fail", "fails", "failed", "failing", "absent"}
+        "lack", "lacks", "lacked", "lacking", "unable", "fail", "fails", "failed", "absent"}
 # verbs that negate what follows "to" ("declined to fund the pool"); "ruled out" is read the same way
 _REFUSAL = {"declined", "declines", "decline", "declining", "refused", "refuses", "refuse", "refusing"}
 # words between a negation and what it negates ("not yet signed", "not even tested")
@@ -73,7 +73,7 @@ _NEGATIVE_MEANING = {"avoid", "avoided", "avoids", "excluding", "except", "yet",
 # verbs of ending or removing: a claim's negation may restate one ("no longer offers" from "scrapped")
 _REMOVAL = {"scrap", "remov", "abolish", "cancel", "elimin", "withdraw", "withdrew", "discontinu", "ceas", "abandon",
             "quit", "drop", "halt", "stop", "retir", "axe", "ditch", "dismantl", "shut", "ended", "phased",
-            "postpon", "delay", "defer", "suspend", "prevent", "avoid"}
+            "postpon", "delay", "defer", "suspend"}
 
 _WORD_NUMBERS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
                  "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13", "fourteen": "14",
@@ -141,7 +141,6 @@ _IRREGULAR_LEMMA = {f: base for base, forms in {
     "freeze": "froze frozen", "hide": "hid hidden", "ride": "rode ridden", "wear": "wore worn",
     "tear": "tore torn", "strike": "struck", "sink": "sank sunk", "shrink": "shrank shrunk",
     "flee": "fled", "seek": "sought", "lay": "laid", "fly": "flew flown", "forget": "forgot forgotten",
-    "withdraw": "withdrew withdrawn",
 }.items() for f in forms.split()}
 
 
@@ -275,13 +274,11 @@ def _outside(t: _Text, scopes) -> set[str]:
 
 def _numbers(text: str, t: _Text, claim: bool = False) -> set[str]:
     """Numbers (digits without separators, cardinal words), and months written as names ("May" only
-    beside a number). In a claim, bounds ("before 1990", "more than 20", "by 1920") and a list's "9)" are left out."""
+    beside a number). In a claim, bounds ("before 1990", "more than 20") and a list's "9)" are left out."""
     out = set()
     for m in _NUMBER.finditer(text):
         if claim and (_BOUND_BEFORE.search(text[max(0, m.start() - 12): m.start()])
-                      or (not text[: m.start()].strip() and text[m.end(): m.end() + 1] in (")", "."))
-                      or (re.search(r"\bby\s+$", text[max(0, m.start() - 4): m.start()], re.I)
-                          and re.fullmatch(r"1\d{3}|20\d{2}", m.group(1)))):  # "by 1920": a year as a bound
+                      or (not text[: m.start()].strip() and text[m.end(): m.end() + 1] in (")", "."))):
             continue
         v = m.group(1).replace(",", "")
         out.add(v[:-2] if v.endswith(".0") else v)
@@ -494,10 +491,7 @@ def _converse_turned(p: _Pair, k: int, opposite: set[str]) -> bool:
     for j, s in enumerate(b.stems):
         if s in theirs:
             left_b, right_b = _clause_sides(b, j)
-            # the claim's left side moved to the premise's right, and its right side to the premise's left or
-            # nothing of its left stayed on the left ("which the Fenwick Stud bought": the thing bought stands
-            # before "which", outside the clause)
-            if (left & right_b) - left_b and ((right & left_b) - right_b or not (left & left_b) - right_b):
+            if (left & right_b) - left_b and (right & left_b) - right_b:
                 return True
     return False
 
@@ -765,16 +759,13 @@ def _number_slot(p: _Pair, skip: set[str] = frozenset()) -> Finding | None:
         num = _canonical_token(t, k)
         if num and not (k > 1 and _named(t, k - 1) and t.tokens[k][:1].isdigit()):  # not a name's ("Aster 3 units")
             follows.setdefault(t.stems[k + 1], set()).add(num)
-    # "eight rooms, three of which have pools": three counts rooms too
-    part_of = {_canonical_token(t, k) for k in range(len(t.tokens) - 2)
-               if _canonical_token(t, k) and t.lower[k + 1] == "of" and t.lower[k + 2] in ("which", "whom", "them", "these")}
     for k in range(len(c.tokens) - 1):
         num = _canonical_token(c, k)
         if not num or not _is_content(c.lower[k + 1]):
             continue
         if k and c.lower[k - 1] in _BOUND:
             continue
-        if num in skip or num in part_of:
+        if num in skip:
             continue
         others = follows.get(c.stems[k + 1], set())
         if others and num not in others and not _derived(num, p, _numbers(p.premise_text, p.premise)):
