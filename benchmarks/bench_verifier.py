@@ -18,8 +18,9 @@
     (benchmarks/data/minimal_pairs_third.jsonl), --sets minimal-fourth, a fourth written the same way
     and committed unscored (it judged the second lm-check adapter), --sets minimal-fifth, a fifth
     written the same way (it judged session 26's run 10), and --sets minimal-sixth, a sixth, committed
-    unscored (it judged session 27's checks and fourth adapter), and --sets minimal-seventh, a seventh,
-    committed unscored to judge the next change; (e) any
+    unscored (it judged session 27's checks and fourth adapter), --sets minimal-seventh, a seventh
+    (it judged session 27's second round of checks), and --sets minimal-eighth, an eighth, committed
+    unscored to judge the next change; (e) any
     file in LLM-AggreFact's format (dataset, doc, claim, label), per dataset and the leaderboard's
     average. The llm-judge is slow, so it (and the verifier again, for a like-for-like row) runs on a
     fixed seeded sample (--judge-sample, 0 = none).
@@ -54,6 +55,7 @@ MINIMAL_SUITES = {
     "minimal-fifth": ("minimal pairs, fifth suite (written blind)", "minimal_fifth", "minimal_pairs_fifth"),
     "minimal-sixth": ("minimal pairs, sixth suite (written blind)", "minimal_sixth", "minimal_pairs_sixth"),
     "minimal-seventh": ("minimal pairs, seventh suite (written blind)", "minimal_seventh", "minimal_pairs_seventh"),
+    "minimal-eighth": ("minimal pairs, eighth suite (written blind)", "minimal_eighth", "minimal_pairs_eighth"),
 }
 
 sys.path.insert(0, str(REPO))
@@ -89,7 +91,8 @@ def parse_args(argv=None):
                          "checks' rules; docs/verifier.md), minimal-third (a third, written blind again: judges changes made "
                          "while reading the second), minimal-fourth (a fourth, written blind; it judged the second lm-check adapter), minimal-fifth (a "
                          "fifth, written blind; it judged session 26's run 10), minimal-sixth (a sixth, written blind; it "
-                         "judged session 27's checks and fourth adapter), minimal-seventh (a seventh, written blind and kept "
+                         "judged session 27's checks and fourth adapter), minimal-seventh (a seventh, written blind; it "
+                         "judged session 27's second round of checks), minimal-eighth (an eighth, written blind and kept "
                          "unscored for the next change), "
                          "aggrefact (needs --aggrefact)")
     ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")
@@ -100,6 +103,7 @@ def parse_args(argv=None):
     ap.add_argument("--minimal-fifth", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_fifth.jsonl"))
     ap.add_argument("--minimal-sixth", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_sixth.jsonl"))
     ap.add_argument("--minimal-seventh", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_seventh.jsonl"))
+    ap.add_argument("--minimal-eighth", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_eighth.jsonl"))
     ap.add_argument("--aggrefact", default=None, help="an LLM-AggreFact file (parquet, csv, tsv, jsonl) to score")
     ap.add_argument("--aggrefact-datasets", default="", help="only these of the file's datasets (comma-separated)")
     ap.add_argument("--threshold", type=float, default=None, help="decision threshold (default: the verifier's own)")
