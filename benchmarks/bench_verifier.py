@@ -96,14 +96,8 @@ def parse_args(argv=None):
                          "unscored for the next change), "
                          "aggrefact (needs --aggrefact)")
     ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")
-    ap.add_argument("--minimal-pairs", default=str(REPO / "benchmarks" / "data" / "minimal_pairs.jsonl"))
-    ap.add_argument("--minimal-blind", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_blind.jsonl"))
-    ap.add_argument("--minimal-third", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_third.jsonl"))
-    ap.add_argument("--minimal-fourth", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_fourth.jsonl"))
-    ap.add_argument("--minimal-fifth", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_fifth.jsonl"))
-    ap.add_argument("--minimal-sixth", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_sixth.jsonl"))
-    ap.add_argument("--minimal-seventh", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_seventh.jsonl"))
-    ap.add_argument("--minimal-eighth", default=str(REPO / "benchmarks" / "data" / "minimal_pairs_eighth.jsonl"))
+    for _, arg, key in MINIMAL_SUITES.values():  # --minimal-pairs, --minimal-blind, ...: each suite's file
+        ap.add_argument("--" + arg.replace("_", "-"), default=str(REPO / "benchmarks" / "data" / f"{key}.jsonl"))
     ap.add_argument("--aggrefact", default=None, help="an LLM-AggreFact file (parquet, csv, tsv, jsonl) to score")
     ap.add_argument("--aggrefact-datasets", default="", help="only these of the file's datasets (comma-separated)")
     ap.add_argument("--threshold", type=float, default=None, help="decision threshold (default: the verifier's own)")

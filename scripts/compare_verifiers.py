@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare_lm_checkers as clc  # noqa: E402  (its sets, cache, second-opinion rule and table)
 
 SETS = clc.SETS
-DEFAULT_SETS = SETS[:-5]  # the fourth to eighth suites only when asked: each judges (or judged) a finished change
+# the fourth suite and later ones only when asked: each judges (or judged) a finished change
+DEFAULT_SETS = SETS[:SETS.index("minimal-fourth")]
 
 
 def sample_rows(rows: list[dict], n: int) -> list[dict]:
@@ -57,7 +58,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default="runs/verifier_compare")
     ap.add_argument("--boot", type=int, default=1000)
     ap.add_argument("--sets", default="", help="comma-separated sets to score (default: every set but the "
-                    f"fourth to eighth suites; {', '.join(SETS)})")
+                    f"fourth suite and later ones; {', '.join(SETS)})")
     ap.add_argument("--sample", type=int, default=0, help="at most N label-stratified pairs (seed 0) of each "
                     "of heldout, expertqa and fever (0 = all)")
     ap.add_argument("--band", action="append", default=[], metavar="FIRST,LM,LO,HI",

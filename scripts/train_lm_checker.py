@@ -166,7 +166,7 @@ def training_rows(data: Path, args, rng: random.Random) -> tuple[list[dict], dic
 def evaluation_rows(data: Path, fever_sample: int,
                     suites: tuple[str, ...] = ("minimal", "minimal-blind", "minimal-third")) -> list[dict]:
     """The evaluation pairs: the pool's held-out split, FEVER-NLI test (a sample), ``suites`` (names of
-    ``bench_verifier.MINIMAL_SUITES``; by default not the fourth to eighth, which each judge a finished
+    ``bench_verifier.MINIMAL_SUITES``; by default not the fourth or later ones, which each judge a finished
     change and stay unscored till then) and ExpertQA."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     sys.path.insert(0, str(REPO))

@@ -552,7 +552,7 @@ def _number(p: _Pair) -> Finding | None:
     missing = [x for x in missing if x not in derived]
     if missing:
         return Finding("number", f"{', '.join(missing)} not in the premise")
-    return _number_slot(p, skip=derived)
+    return _number_slot(p, prem_nums, skip=derived)
 
 
 _SHARE = re.compile(r"\b(half|a third|one third|a quarter|one quarter)\s+of\s+(?:the\s+|its\s+|their\s+)?(\d[\d,]*)\b", re.I)
@@ -654,7 +654,7 @@ def _derived(x: str, p: _Pair, prem_nums: set[str]) -> bool:
             k = _value(_WORD_NUMBERS.get(m.group(2).lower(), m.group(2)))
         if k and any(close(v, a / k) or close(v, a * k) for a in same_unit):
             return True
-    return _derived_more(x, v, p, years, unit, same_unit, percent)
+    return _derived_more(x, v, p, prem_nums, years, unit, percent)
 
 
 # a year named by its distance from another: "up from 1,980 the year before", "the following year"
@@ -662,7 +662,7 @@ _YEAR_BEFORE = re.compile(r"\b(?:the\s+(?:previous|preceding|prior)\s+year|the\s
 _YEAR_AFTER = re.compile(r"\b(?:the\s+(?:following|next)\s+year|the\s+year\s+after|a\s+year\s+later)\b", re.I)
 _FRACTIONS = {"fifth": 20.0, "quarter": 25.0, "tenth": 10.0, "third": 100 / 3}
 _FRACTION = re.compile(r"\b(a|one|two|three|four)\s+(fifths?|quarters?|tenths?|thirds?)\b", re.I)
-_SPANS = {"decade": 10, "decad": 10, "centuri": 100, "century": 100, "millennia": 1000, "millennium": 1000, "dozen": 12}
+_SPANS = {"decad": 10, "centuri": 100, "millennia": 1000, "millennium": 1000, "dozen": 12}  # by stem
 # words of a claim that compare two amounts by their difference, beside _DIFFERENCE_WORDS
 _QUICKER = {"quicker", "sooner", "cheaper", "warmer", "colder", "cooler", "taller", "deeper", "wider", "heavier",
             "lighter", "saving", "saved", "exceeded", "topped", "surpassed", "apart", "margin"}
@@ -673,7 +673,7 @@ _PER = {"each", "per", "every", "apiece", "average", "averages", "averaged", "mo
         "altogether", "overall"}
 
 
-def _derived_more(x: str, v: float, p: _Pair, years: set[int], unit: set[str], same_unit: set[float],
+def _derived_more(x: str, v: float, p: _Pair, prem_nums: set[str], years: set[int], unit: set[str],
                   percent: bool) -> bool:
     """More of :func:`_derived`'s plain steps: a year one before or after a year the premise names that way
     ("the year before" 2023: 2022); no goals for "goalless"; a span in decades, centuries or millennia ("six
@@ -685,19 +685,19 @@ def _derived_more(x: str, v: float, p: _Pair, years: set[int], unit: set[str], s
     copies and 500 copies)."""
     close = lambda a, b: abs(a - b) < 1e-6 * max(1.0, abs(b))  # noqa: E731
     text, ptext = p.claim_text, p.premise_text
+    raws = _sentences(ptext)  # p.sents, as written
     if x.isdigit() and 1000 <= v <= 2100:  # the year and the words that count from it in one sentence
-        for t in p.sents:
-            sent = " ".join(t.tokens)
+        for sent, t in zip(raws, p.sents):
             near = {int(y) for y in _numbers(sent, t) if y.isdigit() and 1000 <= int(y) <= 2100}
             if (v + 1 in near and _YEAR_BEFORE.search(sent)) or (v - 1 in near and _YEAR_AFTER.search(sent)):
                 return True
         return False
     if v == 0:
         return bool(re.search(r"\b(?:goalless|scoreless|nil)\b", ptext, re.I))
-    prem_vals = {y for y in map(_value, _numbers(ptext, p.premise)) if y is not None}
+    prem_vals = {y for y in map(_value, prem_nums) if y is not None}
     for k in range(len(p.claim.tokens) - 1):
         if _canonical_token(p.claim, k) == x:
-            per = _SPANS.get(p.claim.stems[k + 1]) or _SPANS.get(p.claim.lower[k + 1])
+            per = _SPANS.get(p.claim.stems[k + 1])
             if per and v * per in prem_vals:
                 return True
     if v == 50 and re.search(r"\bhalf\s+a\s+century\b", ptext, re.I) and re.search(r"\byears?\b", text, re.I):
@@ -709,8 +709,7 @@ def _derived_more(x: str, v: float, p: _Pair, years: set[int], unit: set[str], s
                 return True
         return False
     claim_vals = {y for y in map(_value, _numbers(text, p.claim)) if y is not None} - {v}
-    sents = [sorted({y for y in map(_value, _numbers(raw, t)) if y is not None})
-             for raw, t in zip(_sentences(ptext), p.sents)]
+    sents = [sorted({y for y in map(_value, _numbers(raw, t)) if y is not None}) for raw, t in zip(raws, p.sents)]
     if set(p.claim.lower) & _QUICKER and any(close(v, abs(a - b)) for nums in sents for a in nums for b in nums):
         return True
     shares = [float(m.group(1)) for m in re.finditer(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b|per\s+cent\b)", ptext, re.I)]
@@ -719,7 +718,7 @@ def _derived_more(x: str, v: float, p: _Pair, years: set[int], unit: set[str], s
     # times or divided by: a number of the claim's premise sentence in the claim number's unit (the word after
     # it, or the currency sign before it), and a factor from that sentence or the claim
     b = p.best
-    best_vals = {y for y in map(_value, _numbers(_sentences(ptext)[p.sents.index(b)] if b in p.sents else ptext, b))
+    best_vals = {y for y in map(_value, _numbers(raws[p.sents.index(b)] if b in p.sents else ptext, b))
                  if y is not None}
     factors = (best_vals | claim_vals) - {0.0, 1.0}
     content_unit = {u for u in unit if u.isalpha() and _is_content(u)} if set(p.claim.lower) & _PER else set()
@@ -746,10 +745,11 @@ def _derived_more(x: str, v: float, p: _Pair, years: set[int], unit: set[str], s
 
 
 
-def _number_slot(p: _Pair, skip: set[str] = frozenset()) -> Finding | None:
+def _number_slot(p: _Pair, prem_nums: set[str], skip: set[str] = frozenset()) -> Finding | None:
     """A number of the claim stands in the premise, but the word after it (its unit: "310 metres") follows
     another number there, and never this one ("142 metres" in the premise, 310 of something else); numbers
-    in ``skip`` (computed from the premise's, :func:`_derived`) are not read this way."""
+    in ``skip`` (computed from the premise's, :func:`_derived`) are not read this way; ``prem_nums`` are the
+    premise's numbers as :func:`_numbers` reads them."""
     c = p.claim
     if p.coverage() < 0.5:
         return None
@@ -768,7 +768,7 @@ def _number_slot(p: _Pair, skip: set[str] = frozenset()) -> Finding | None:
         if num in skip:
             continue
         others = follows.get(c.stems[k + 1], set())
-        if others and num not in others and not _derived(num, p, _numbers(p.premise_text, p.premise)):
+        if others and num not in others and not _derived(num, p, prem_nums):
             return Finding("number", f"{c.tokens[k]} {c.tokens[k + 1]}: the premise has "
                                      f"{', '.join(sorted(others))} {c.tokens[k + 1]}")
     return None
@@ -986,7 +986,6 @@ def _attributes_traded(p: _Pair) -> Finding | None:
     return None
 
 
-# verbs whose two sides may trade places without changing what is said ("the tenant met the landlord")
 def _name_spans(t: _Text, other: _Text) -> list[tuple[int, int, frozenset[str]]]:
     """(start, end, stems) of each run of names in ``t``."""
     out, k = [], 0
@@ -1031,6 +1030,7 @@ def _names_reordered(p: _Pair) -> Finding | None:
     return None
 
 
+# verbs whose two sides may trade places without changing what is said ("the tenant met the landlord")
 _SYMMETRIC = {stem(w) for w in "meet marry fight play tie draw compete collide merge partner share resemble border "
                                 "face join divorce debate date".split()}
 _BEFORE_VERB = {"was", "were", "is", "are", "has", "have", "had", "also", "later", "then", "first", "once", "been"}
