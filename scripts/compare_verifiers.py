@@ -64,6 +64,9 @@ def main(argv=None) -> int:
     ap.add_argument("--band", action="append", default=[], metavar="FIRST,LM,LO,HI",
                     help="also print FIRST's scores with LM's averaged in where FIRST is strictly inside (LO, HI), "
                          "from the two specs' scores (both must be listed): +lm's rule with another band")
+    ap.add_argument("--ref", default="", metavar="SPEC|FIRST,LM,LO,HI",
+                    help="the row the paired differences are taken from: a listed spec or a --band (default: the "
+                         "first spec), so that two bands of +lm's rule (two checkers over one first stage) compare")
     ap.add_argument("--bound", action="append", default=[], metavar="A,B",
                     help="also print, per set, the balanced accuracy if every pair were decided by whichever of A and B "
                          "is right (the ceiling of any rule that picks between their verdicts) and the share both get wrong")
@@ -92,19 +95,27 @@ def main(argv=None) -> int:
         if len(scores[spec]) != len(rows):
             print(f"{cache / name}.json: not {len(rows)} scores; delete it and run again", file=sys.stderr)
             return 2
+    ref = args.specs[0]
     for band in args.band:
         first, lm, lo, hi = band.split(",")
         if first not in scores or lm not in scores:
             print(f"--band {band}: {first!r} and {lm!r} must both be among the specs", file=sys.stderr)
             return 2
         scores[f"{first}+[{lm}]({lo},{hi})"] = clc.second_opinion(scores[first], scores[lm], (float(lo), float(hi)))
+        if args.ref == band:
+            ref = f"{first}+[{lm}]({lo},{hi})"
+    if args.ref in args.specs:
+        ref = args.ref
+    elif args.ref and args.ref not in args.band:
+        print(f"--ref {args.ref}: neither a listed spec nor a --band", file=sys.stderr)
+        return 2
     bounds = [pair.partition(",")[::2] for pair in args.bound]
     for pair, (a, b) in zip(args.bound, bounds):
         if a not in scores or b not in scores:
             print(f"--bound {pair}: {a!r} and {b!r} must both be among the specs", file=sys.stderr)
             return 2
-    print(f"balanced accuracy at 0.5 [95% bootstrap]; candidates minus {args.specs[0]}, paired")
-    clc.print_table(rows, scores, args.specs[0], args.boot)
+    print(f"balanced accuracy at 0.5 [95% bootstrap]; candidates minus {ref}, paired")
+    clc.print_table(rows, scores, ref, args.boot)
     for a, b in bounds:
         for s, (ceiling, both_wrong, n) in either_right(rows, scores[a], scores[b]).items():
             print(f"{s} ({n}): either of {a} and {b} right {ceiling:.1f}; both wrong {both_wrong:.0f}%")

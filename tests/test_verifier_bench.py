@@ -648,6 +648,19 @@ def test_compare_verifiers_prints_paired_differences_and_refuses_bad_input(tmp_p
                     "--band", "ref,better,0.15,1.0"]) == 0
     out = capsys.readouterr().out
     assert "ref+[better](0.15,1.0) 100.0" in out  # 0.2 -> (0.2 + 0.8) / 2 = 0.5: accepted
+    # a band as the reference: the other rows are taken from it, and the band itself carries no difference
+    assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache), "--boot", "50",
+                    "--band", "ref,better,0.15,1.0", "--ref", "ref,better,0.15,1.0"]) == 0
+    out = capsys.readouterr().out
+    assert "candidates minus ref+[better](0.15,1.0), paired" in out
+    line = next(l for l in out.splitlines() if l.startswith("heldout (20): "))
+    ref_cell, better_cell, band_cell = line.removeprefix("heldout (20): ").split(" | ")
+    assert ref_cell.startswith("ref 75.0 [") and "], -25.0 [" in ref_cell  # ref minus the band
+    assert better_cell.startswith("better 100.0 [") and "], +0.0 [" in better_cell
+    assert band_cell.startswith("ref+[better](0.15,1.0) 100.0 [") and band_cell.endswith("]")  # no difference after it
+    assert band_cell.count("[") == 2  # the label's and the interval's
+    assert cv.main(["ref", "better", "--data", str(data), "--cache", str(cache), "--ref", "nope"]) == 2
+    assert "--ref nope: neither a listed spec nor a --band" in capsys.readouterr().err
     # the ceiling of a rule picking between two verdicts: "better" is right wherever "ref" is, so better's own figure
     (cache / "worse.json").write_text(json.dumps([0.1, 0.1, 0.9, 0.1] * (len(rows) // 4)))  # right on 1 pair in 4
     assert cv.main(["ref", "better", "worse", "--data", str(data), "--cache", str(cache), "--boot", "50",
