@@ -13,6 +13,8 @@ from outside, and takes at most 64 MiB per call. So the run has three steps:
     #    scripts/train_lm_checker_gpu.sh does this, two variants (--parts base / all) side by side
     python scripts/train_lm_checker.py train --payload /tmp/lmpay --out $OUT --device cuda --time-budget 4
     # 3. here: the returned adapter becomes the asset (citegraph/assets/verifier_lm)
+    # and, optionally, adapters of one base averaged: the mean of their weight changes, exactly
+    python scripts/train_lm_checker.py soup citegraph/assets/verifier_lm runs/lmcpu/d --out runs/lmcpu/soup
 
 The repository's own tracked files travel with every call and count towards its 64 MiB: take the two
 weight files out of the index for the calls (``git rm --cached`` them and ignore them in
@@ -105,6 +107,10 @@ def parse_args(argv=None):
                    "a sample of the base rows (--train-max)")
     t.add_argument("--seed", type=int, default=SEED)
     t.add_argument("--workers", type=int, default=8, help="processes that tokenize")
+    u = sub.add_parser("soup", help="one adapter whose weight change is the mean of several adapters' (here)")
+    u.add_argument("adapters", nargs="+", help="adapter folders (adapter.safetensors + checker.json) of one "
+                   "base: the same GGUF, layers, prompt, length and target modules")
+    u.add_argument("--out", required=True)
     return ap.parse_args(argv)
 
 
@@ -520,11 +526,70 @@ def train(args) -> int:
     return 0
 
 
+# ---- 4. soup (here) -----------------------------------------------------------------------------
+_SAME = ("base_gguf", "layers", "max_len", "prompt")
+
+
+def soup(args) -> int:
+    """Write one adapter whose merged weight change is exactly the mean of the given adapters' (W + mean of
+    B_i A_i alpha_i / r_i): the A matrices stacked, the B matrices side by side, each scaled by its own
+    alpha / r over the soup's and divided by their number; the head is the mean of the heads. Its rank is
+    the sum of theirs (the file grows with it); ``merge_adapter`` folds it like any other."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    folders = [Path(a) for a in args.adapters]
+    if len(folders) < 2:
+        print("a soup needs at least two adapters", file=sys.stderr)
+        return 2
+    missing = [str(f) for f in folders if not (f / "adapter.safetensors").is_file() or not (f / "checker.json").is_file()]
+    if missing:
+        print(f"not an adapter folder (adapter.safetensors + checker.json): {', '.join(missing)}", file=sys.stderr)
+        return 2
+    cards = [json.loads((f / "checker.json").read_text()) for f in folders]
+    for key in _SAME:
+        if any(c[key] != cards[0][key] for c in cards):
+            print(f"the adapters differ in {key}: not one base, their weights do not average", file=sys.stderr)
+            return 2
+    if any(sorted(c["lora"]["target_modules"]) != sorted(cards[0]["lora"]["target_modules"]) for c in cards):
+        print("the adapters differ in target modules: not one base, their weights do not average", file=sys.stderr)
+        return 2
+    states = [load_file(str(f / "adapter.safetensors")) for f in folders]
+    if any(set(st) != set(states[0]) for st in states):
+        print("the adapters hold different tensors: not one base, their weights do not average", file=sys.stderr)
+        return 2
+    scales = [c["lora"]["lora_alpha"] / c["lora"]["r"] for c in cards]
+    rank = sum(c["lora"]["r"] for c in cards)
+    n = len(states)
+    out_state = {}
+    for key in states[0]:
+        if ".lora_A." in key:
+            out_state[key] = torch.cat([st[key] for st in states], dim=0).contiguous()
+        elif ".lora_B." in key:
+            out_state[key] = torch.cat([(st[key].float() * (s / scales[0] / n)).to(st[key].dtype)
+                                        for st, s in zip(states, scales)], dim=1).contiguous()
+        else:  # the head
+            out_state[key] = (sum(st[key].float() for st in states) / n).to(states[0][key].dtype).contiguous()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(out_state, str(out / "adapter.safetensors"))
+    import hashlib
+
+    card = {k: cards[0][k] for k in _SAME}
+    card["lora"] = {**cards[0]["lora"], "r": rank, "lora_alpha": scales[0] * rank}
+    card["soup_of"] = [{"folder": str(f), "sha256": hashlib.sha256((f / "adapter.safetensors").read_bytes()).hexdigest(),
+                        "r": c["lora"]["r"], "lora_alpha": c["lora"]["lora_alpha"]} for f, c in zip(folders, cards)]
+    card["threshold"] = cards[0].get("threshold", 0.5)
+    (out / "checker.json").write_text(json.dumps(card, indent=1) + "\n")
+    print(f"{out}: the mean of {n} adapters' weight changes, rank {rank}")
+    return 0
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    return {"payload": payload, "train": train}[args.cmd](args)
+    return {"payload": payload, "train": train, "soup": soup}[args.cmd](args)
 
 
 if __name__ == "__main__":

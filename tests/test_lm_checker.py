@@ -205,3 +205,45 @@ def test_training_script_smoke_run_payload_train_and_load(tmp_path):
     bad = subprocess.run(run + ["train", "--payload", str(tmp_path / "none"), "--out", str(tmp_path / "x"),
                                 "--device", "cpu"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "no payload.json" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_soup_of_adapters_merges_to_the_mean_of_their_weight_changes(tmp_path):
+    """train_lm_checker.py soup: the soup's merged weight change is the mean of each adapter's (ranks and
+    alpha / r may differ), its head the mean of the heads; adapters of another base are refused in one line."""
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file, save_file
+
+    g = torch.Generator().manual_seed(0)
+    key = "base_model.model.body.layers.0.self_attn.q_proj.lora_{}.weight"
+    base_card = {"base_gguf": "x.gguf", "layers": 1, "max_len": 64, "prompt": ["a", "b", "c"], "threshold": 0.5}
+    folders = []
+    for k, (r, alpha) in enumerate(((2, 4), (3, 12))):  # alpha / r: 2 and 4
+        f = tmp_path / f"a{k}"
+        f.mkdir()
+        save_file({key.format("A"): torch.randn(r, 6, generator=g), key.format("B"): torch.randn(6, r, generator=g),
+                   "head.weight": torch.randn(1, 6, generator=g), "head.bias": torch.randn(1, generator=g)},
+                  str(f / "adapter.safetensors"))
+        (f / "checker.json").write_text(json.dumps({**base_card, "lora": {"r": r, "lora_alpha": alpha,
+                                                                          "target_modules": ["q_proj"]}}))
+        folders.append(f)
+    run = [sys.executable, str(REPO / "scripts" / "train_lm_checker.py"), "soup"]
+    p = subprocess.run(run + [str(f) for f in folders] + ["--out", str(tmp_path / "soup")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-2000:]
+    card = json.loads((tmp_path / "soup" / "checker.json").read_text())
+    assert card["lora"]["r"] == 5 and card["lora"]["lora_alpha"] == 10 and len(card["soup_of"]) == 2
+
+    def merged(folder):
+        c = json.loads((folder / "checker.json").read_text())
+        tensors = {"layers.0.self_attn.q_proj.weight": np.zeros((6, 6), dtype=np.float32)}
+        head = lmcheck.merge_adapter(tensors, load_file(str(folder / "adapter.safetensors")), c["lora"])
+        return tensors["layers.0.self_attn.q_proj.weight"], head
+
+    (w0, h0), (w1, h1), (ws, hs) = merged(folders[0]), merged(folders[1]), merged(tmp_path / "soup")
+    assert np.allclose(ws, (w0 + w1) / 2, atol=1e-5) and not np.allclose(ws, w0, atol=1e-2)
+    assert np.allclose(hs, (h0 + h1) / 2, atol=1e-6)
+    (folders[1] / "checker.json").write_text(json.dumps({**base_card, "layers": 2, "lora": {
+        "r": 3, "lora_alpha": 12, "target_modules": ["q_proj"]}}))
+    p = subprocess.run(run + [str(f) for f in folders] + ["--out", str(tmp_path / "bad")], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.strip() == "the adapters differ in layers: not one base, their weights do not average"
+    assert not (tmp_path / "bad").exists()
+    del torch
