@@ -19,8 +19,9 @@
     and committed unscored (it judged the second lm-check adapter), --sets minimal-fifth, a fifth
     written the same way (it judged session 26's run 10), and --sets minimal-sixth, a sixth, committed
     unscored (it judged session 27's checks and fourth adapter), --sets minimal-seventh, a seventh
-    (it judged session 27's second round of checks), and --sets minimal-eighth, an eighth, committed
-    unscored to judge the next change; (e) any
+    (it judged session 27's second round of checks), --sets minimal-eighth, an eighth (it judged
+    session 28's sixth adapter), and --sets minimal-ninth, a ninth, committed unscored to judge the next
+    change; (e) any
     file in LLM-AggreFact's format (dataset, doc, claim, label), per dataset and the leaderboard's
     average. The llm-judge is slow, so it (and the verifier again, for a like-for-like row) runs on a
     fixed seeded sample (--judge-sample, 0 = none).
@@ -56,6 +57,7 @@ MINIMAL_SUITES = {
     "minimal-sixth": ("minimal pairs, sixth suite (written blind)", "minimal_sixth", "minimal_pairs_sixth"),
     "minimal-seventh": ("minimal pairs, seventh suite (written blind)", "minimal_seventh", "minimal_pairs_seventh"),
     "minimal-eighth": ("minimal pairs, eighth suite (written blind)", "minimal_eighth", "minimal_pairs_eighth"),
+    "minimal-ninth": ("minimal pairs, ninth suite (written blind)", "minimal_ninth", "minimal_pairs_ninth"),
 }
 
 sys.path.insert(0, str(REPO))
@@ -92,8 +94,9 @@ def parse_args(argv=None):
                          "while reading the second), minimal-fourth (a fourth, written blind; it judged the second lm-check adapter), minimal-fifth (a "
                          "fifth, written blind; it judged session 26's run 10), minimal-sixth (a sixth, written blind; it "
                          "judged session 27's checks and fourth adapter), minimal-seventh (a seventh, written blind; it "
-                         "judged session 27's second round of checks), minimal-eighth (an eighth, written blind and kept "
-                         "unscored for the next change), "
+                         "judged session 27's second round of checks), minimal-eighth (an eighth, written blind; it "
+                         "judged session 28's sixth adapter), minimal-ninth (a ninth, written blind and kept unscored "
+                         "for the next change), "
                          "aggrefact (needs --aggrefact)")
     ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")
     for _, arg, key in MINIMAL_SUITES.values():  # --minimal-pairs, --minimal-blind, ...: each suite's file
