@@ -95,18 +95,16 @@ def main(argv=None) -> int:
         if len(scores[spec]) != len(rows):
             print(f"{cache / name}.json: not {len(rows)} scores; delete it and run again", file=sys.stderr)
             return 2
-    ref = args.specs[0]
+    labels = {}  # each --band as given -> its row's name
     for band in args.band:
         first, lm, lo, hi = band.split(",")
         if first not in scores or lm not in scores:
             print(f"--band {band}: {first!r} and {lm!r} must both be among the specs", file=sys.stderr)
             return 2
-        scores[f"{first}+[{lm}]({lo},{hi})"] = clc.second_opinion(scores[first], scores[lm], (float(lo), float(hi)))
-        if args.ref == band:
-            ref = f"{first}+[{lm}]({lo},{hi})"
-    if args.ref in args.specs:
-        ref = args.ref
-    elif args.ref and args.ref not in args.band:
+        labels[band] = f"{first}+[{lm}]({lo},{hi})"
+        scores[labels[band]] = clc.second_opinion(scores[first], scores[lm], (float(lo), float(hi)))
+    ref = labels.get(args.ref, args.ref or args.specs[0])
+    if ref not in scores:
         print(f"--ref {args.ref}: neither a listed spec nor a --band", file=sys.stderr)
         return 2
     bounds = [pair.partition(",")[::2] for pair in args.bound]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import importlib.util
 import json
 import lzma
@@ -573,8 +574,6 @@ def soup(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     save_file(out_state, str(out / "adapter.safetensors"))
-    import hashlib
-
     card = {k: cards[0][k] for k in _SAME}
     card["lora"] = {**cards[0]["lora"], "r": rank, "lora_alpha": scales[0] * rank}
     card["soup_of"] = [{"folder": str(f), "sha256": hashlib.sha256((f / "adapter.safetensors").read_bytes()).hexdigest(),
