@@ -45,3 +45,14 @@ def test_a_revision_without_the_checks_or_an_unknown_set_is_a_clear_error(capsys
     assert "--ref no-such-revision" in capsys.readouterr().err
     assert checks_flags.main(["--ref", "HEAD", "--sets", "nonsense"]) == 2
     assert "unknown nonsense" in capsys.readouterr().err
+
+
+@needs_git
+def test_groups_add_a_row_per_category_that_sums_to_the_sets_row(capsys):
+    assert checks_flags.main(["--ref", "HEAD", "--sets", "minimal", "--groups"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| minimal")]
+    whole, groups = rows[0], rows[1:]
+    assert len(groups) >= 8 and all(r.startswith("| minimal / ") for r in groups)
+    total = [int(x) for x in re.findall(r"\d+", whole)]
+    parts = [[int(x) for x in re.findall(r"\d+", r.split("|", 2)[2])] for r in groups]
+    assert [sum(col) for col in zip(*parts)] == total
