@@ -410,7 +410,8 @@ def _negation(p: _Pair) -> Finding | None:
         if any((s in _REMOVAL or w in _REMOVAL) and s not in p.claim_content  # "no longer find X" from "is scrapping X"
                for s, w in zip(p.best.stems, p.best.lower)):
             continue
-        if any(head in sc and (scope - {head}) & sc for _, _, sc, _ in prem_scopes):
+        rest = {s for s in scope - {head} if not s[:1].isdigit()}  # "no hotels in 2023": the year is not negated
+        if any(head in sc and (not rest or rest & sc) for _, _, sc, _ in prem_scopes):
             continue
         return Finding("negation", f"the claim says {p.claim.tokens[i]!r} of {_show(p.claim, {head})}, "
                                    "the premise does not")
@@ -485,13 +486,17 @@ def _converse_turned(p: _Pair, k: int, opposite: set[str]) -> bool:
     from "Eastmere Water bought 12 million litres from Calder Valley Water"), which says the same thing."""
     c, b = p.claim, p.best
     theirs = _converse_stems().get(c.stems[k], set()) & opposite
-    if not theirs or _before_noun(c, k):
+    if not theirs or (c.stems[k] in _NOT_ROLES and _before_noun(c, k)):  # "bought sorted aluminium" is a verb
         return False
     left, right = _clause_sides(c, k)
     for j, s in enumerate(b.stems):
         if s in theirs:
             left_b, right_b = _clause_sides(b, j)
-            if (left & right_b) - left_b and (right & left_b) - right_b:
+            traded = ((left & right_b) - left_b, (right & left_b) - right_b)
+            # a converse of time or quantity ("after" for "before") trades both sides; one of two parties
+            # ("bought" for "sold", "lost" for "won") may leave the other unnamed or in a relative clause
+            # ("Norah Quill bred Kestrel Bay, which the Fenwick Stud bought" from "... sold to the Fenwick Stud")
+            if all(traded) or (any(traded) and c.stems[k] not in _NOT_ROLES):
                 return True
     return False
 
@@ -503,13 +508,13 @@ def _converse_flips(p: _Pair) -> bool:
     conv = _converse_stems()
     best = set(p.best.stems)
     c = p.claim
-    return any(s in conv and s not in best and conv[s] & best and not _before_noun(c, k) and s not in _NOT_ROLES
+    return any(s in conv and s not in best and conv[s] & best and s not in _NOT_ROLES
                for k, s in enumerate(c.stems))
 
 
 # converses of time and quantity ("after", "more"): common words that seldom carry a sentence's roles, so they
 # leave the role rules on
-_NOT_ROLES = {stem(w) for w in "before after earlier later more less fewer higher lower larger smaller bigger greater "
+_NOT_ROLES = {stem(w) for w in "before after earlier later precede preceded preceding follow followed following more less fewer higher lower larger smaller bigger greater "
                                "longer shorter faster slower older younger heavier lighter".split()}
 
 
@@ -654,7 +659,114 @@ def _derived(x: str, p: _Pair, prem_nums: set[str]) -> bool:
             k = _value(_WORD_NUMBERS.get(m.group(2).lower(), m.group(2)))
         if k and any(close(v, a / k) or close(v, a * k) for a in same_unit):
             return True
-    return _derived_more(x, v, p, prem_nums, years, unit, percent)
+    return _derived_more(x, v, p, prem_nums, years, unit, percent) or _arithmetic(x, v, p, percent)
+
+
+_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "m": 1e6, "bn": 1e9}
+_HEDGES = {"about", "around", "roughly", "approximately", "some", "nearly", "almost", "just", "over", "under"}
+_CLOCK = re.compile(r"\b([01]?\d|2[0-3])[:.]([0-5]\d)\b")
+_SPAN_WORDS = re.compile(r"\b(a|one|two|three|four|five|six|seven|eight|nine|ten|\d+)\s+(decades?|centur(?:y|ies))\b", re.I)
+_ONE_IN = re.compile(r"\b(?:one|1)\s+(?:in|out\s+of)\s+(two|three|four|five|ten|\d+)\b", re.I)
+_FRACTION_OF = {"half": 2, "third": 3, "quarter": 4, "fifth": 5, "tenth": 10}
+
+
+def _amounts(raw: str, t: _Text) -> list[tuple[float, str]]:
+    """The numbers of a sentence as amounts, each with the stem of its unit (the first content word after it,
+    past "to", "and", another number or a scale word: "from 54 to 47 minutes" is 54 minutes): "2.3 million
+    containers" is 2,300,000 containers. A year (1000-2100 without a separator) is left out: a year is not
+    an operand of a sum."""
+    out = []
+    for m in _NUMBER.finditer(raw):
+        digits = m.group(1).replace(",", "")
+        v = _value(digits)
+        if v is None or ("," not in m.group(1) and digits.isdigit() and 1000 <= v <= 2100):
+            continue
+        scale, unit = 1.0, ""
+        for word in re.findall(r"[A-Za-z]+|\d[\d,.]*", raw[m.end(): m.end() + 60]):
+            low = word.lower()
+            if low in _SCALES and scale == 1.0:
+                scale = _SCALES[low]
+            elif low in ("to", "and", "or", "from") or word[0].isdigit() or low in _WORD_NUMBERS:
+                continue
+            else:
+                unit = stem(low) if _is_content(low) else ""
+                break
+        # an amount in millions with its unit left out ("1.7 million in the same year") stands for the unit
+        # of the amounts beside it
+        out.append((v * scale, unit or ("*" if scale > 1.0 else "")))
+    for k, low in enumerate(t.lower):  # "eighteen months"
+        if low in _WORD_NUMBERS and k + 1 < len(t.lower) and t.lower[k + 1] not in _SCALE and _is_content(t.lower[k + 1]):
+            out.append((float(_WORD_NUMBERS[low]), t.stems[k + 1]))
+    return out
+
+
+def _arithmetic(x: str, v: float, p: _Pair, percent: bool) -> bool:
+    """The claim's number is plain arithmetic on the premise's, wherever they stand: the difference or sum of
+    two of its amounts ("Kallisund handled 600,000 more containers" from 2.3 million and, a sentence later,
+    1.7 million; "1,700 breeding pairs" lost from 4,800 to 3,100), the rest of a whole after two parts
+    ("rejected six" of 31 when 18 and 7 were accepted, in one sentence), minutes between two clock times
+    ("35 minutes later" from 6:40 and 7:15), a span in years for "three decades" or "a decade", a fraction of
+    an amount ("about 160" for "640 patients, about a quarter of whom"), "one in three" for "about a third",
+    a year counted from a year of the sentence before ("a year later"), and, after "about" and
+    the like, a premise amount rounded ("about 251 million years" from 251.4). A year and a percentage are
+    left to :func:`_derived`."""
+    c, text, ptext = p.claim, p.claim_text, p.premise_text
+    spelled = [w for w, d in _WORD_NUMBERS.items() if d == x]
+    forms = "|".join([re.escape(x)] + spelled)
+    plain = text.replace(",", "")
+    at = re.search(rf"(?<![\d.])(?:{forms})(?![\d\w])", plain, re.I)
+    raws = _sentences(ptext)
+    if x.isdigit() and 1000 <= v <= 2100 and not re.search(rf"\b{x[0]},{x[1:]}\b", text):  # a year
+        for i, (raw, t) in enumerate(zip(raws, p.sents)):
+            near = {int(y) for j in (i - 1, i) if 0 <= j < len(raws)
+                    for y in _numbers(raws[j], p.sents[j]) if y.isdigit() and 1000 <= int(y) <= 2100}
+            if (v - 1 in near and _YEAR_AFTER.search(raw)) or (v + 1 in near and _YEAR_BEFORE.search(raw)):
+                return True
+        return False
+    if percent or at is None:
+        return False
+    after = re.match(r"\s*([A-Za-z]+)", plain[at.end():])
+    scale = _SCALES.get(after.group(1).lower(), 1.0) if after else 1.0
+    before = plain[: at.start()].split()
+    hedged = bool(before) and before[-1].lower() in _HEDGES
+    w = v * scale
+    close = lambda a, b: abs(a - b) <= 1e-6 * max(1.0, abs(b))  # noqa: E731
+    # where the claim's words say it computes, the difference or sum of two amounts of the premise in the
+    # claim's unit (one of the three words after its number), from any of its sentences
+    amounts = [_amounts(raw, t) for raw, t in zip(raws, p.sents)]
+    units = {stem(u.lower()) for u in re.findall(r"[A-Za-z]+", plain[at.end():])[:3]}
+    same = sorted({a for am in amounts for a, u in am if u and (u in units or (u == "*" and w >= 1e5))})
+    if set(c.lower) & (_DIFFERENCE_WORDS | _QUICKER | _TOTAL_WORDS) and \
+            any(close(w, b - a) or close(w, a + b) for i, a in enumerate(same) for b in same[i + 1:]):
+        return True
+    for raw, am in zip(raws, amounts):  # the rest of a whole after two of its parts, in a sentence that says so
+        vs = [a for a, _ in am]
+        if re.search(r"\b(?:rest|remainder|remaining|others)\b", raw, re.I) and \
+                any(close(w, a - b - d) for a in vs for b in vs for d in vs if a > b + d and len({a, b, d}) == 3):
+            return True
+    clocks = [int(h) * 60 + int(m) for h, m in _CLOCK.findall(ptext)]
+    if after and after.group(1).lower().startswith("minute") and \
+            any(close(v, abs(a - b)) for i, a in enumerate(clocks) for b in clocks[i + 1:]):
+        return True
+    if after and after.group(1).lower().startswith("year"):
+        for m in _SPAN_WORDS.finditer(ptext):
+            n = 1 if m.group(1).lower() in ("a", "one") else float(_WORD_NUMBERS.get(m.group(1).lower(), m.group(1)))
+            if close(v, n * (10 if m.group(2).lower().startswith("decade") else 100)):
+                return True
+    for raw, t in zip(raws, p.sents):  # "640 patients, about a quarter of whom": a fraction of the amount before it
+        for m in re.finditer(r"\b(?:a|one)\s+(half|third|quarter|fifth|tenth)\s+of\s+(?:whom|which|them|these|those)\b",
+                             raw, re.I):
+            part = _FRACTION_OF[m.group(1).lower()]
+            if any(abs(w - a / part) <= (0.05 * a / part if hedged else 1e-6) for a, _ in _amounts(raw[: m.start()], t)):
+                return True
+    one_in = _ONE_IN.search(text)
+    if one_in and _WORD_NUMBERS.get(one_in.group(1).lower(), one_in.group(1)) == x:
+        frac = {2: "half", 3: "third", 4: "quarter", 5: "fifth", 10: "tenth"}.get(int(v))
+        if frac and re.search(rf"\b(?:a|one)\s+{frac}\b", ptext, re.I):
+            return True
+    if hedged:  # "about 251 million" for 251.4 million: the premise amount rounded
+        return any(abs(w - a) <= 0.01 * abs(a) and a != w for am in amounts for a, _ in am)
+    return False
 
 
 # a year named by its distance from another: "up from 1,980 the year before", "the following year"
@@ -1013,20 +1125,30 @@ def _names_reordered(p: _Pair) -> Finding | None:
         if n1 & n2 or any(c.lower[m] in _CLAUSE_END for m in range(e1, s2)):
             continue
         between = {c.stems[m] for m in range(e1, s2) if _is_content(c.lower[m])}
-        if not between or len(between) > 6 or between & _SYMMETRIC or between & set(_converse_stems()):
+        # a converse ("sold" for "bought") is the antonym rule's; the same verb in both is this rule's
+        if not between or len(between) > 6 or between & _SYMMETRIC:
             continue
         first = [t for t in theirs if t[2] & n1]
         second = [t for t in theirs if t[2] & n2]
-        if len(first) != 1 or len(second) != 1 or first[0] == second[0] or second[0][0] > first[0][0]:
+        if not first or not second or set(first) & set(second):
             continue
-        (_, eb, _), (sa, _, _) = second[0], first[0]
-        if eb > sa or any(b.lower[m] in (".", ";", "!", "?", "and", "or") for m in range(eb, sa)):
-            continue  # "directed by Luhrmann and starring Kidman": two phrases, not one verb's two sides
-        theirs_between = {b.stems[m] for m in range(eb, sa) if _is_content(b.lower[m])}
-        same_build = all((w in c.lower[e1:s2]) == (w in b.lower[eb:sa]) for w in ("by", "of"))
-        if between <= theirs_between and same_build:  # "B is the daughter of A" = "A ... her daughter B"
-            return Finding("role", f"{_show(c, set(n1))} and {_show(c, set(n2))} stand the other way round "
-                                   f"around {_show(c, between)} in the premise")
+        for (_, eb, _), (sa, _, _) in ((x, y) for x in second for y in first if x[1] <= y[0]):
+            if any(b.lower[m] in (".", ";", "!", "?", "and", "or") for m in range(eb, sa)):
+                continue  # "directed by Luhrmann and starring Kidman": two phrases, not one verb's two sides
+            if any(eb <= x[0] and x[1] <= sa for x in first + second):
+                continue  # the nearest two: one of the names again between them is not this order
+            theirs_between = {b.stems[m] for m in range(eb, sa) if _is_content(b.lower[m])}
+            # a title beside a name may move with it: "the dealer Paul Okafor outbid the collector Edda Strand"
+            # against "the collector Edda Strand outbid the dealer Paul Okafor"
+            titles = {b.stems[m] for x in first + second for m in range(max(0, x[0] - 3), x[0])
+                      if _is_content(b.lower[m]) and not _named(b, m, c)}
+            kept = between & theirs_between
+            same_build = all((w in c.lower[e1:s2]) == (w in b.lower[eb:sa]) for w in ("by", "of"))
+            titled = len(between - kept) == 1 and between - kept <= titles and \
+                any(_verb(c, m) for m in range(e1, s2) if c.stems[m] in kept)
+            if same_build and (between <= theirs_between or titled):
+                return Finding("role", f"{_show(c, set(n1))} and {_show(c, set(n2))} stand the other way round "
+                                       f"around {_show(c, between)} in the premise")
     return None
 
 
