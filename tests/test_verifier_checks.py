@@ -517,3 +517,25 @@ def test_names_reordered_around_the_same_verb_conflict(claim):
 def test_names_reordered_keep_the_right_order_agree():
     assert kinds(LEASE, "Kaizora Pearls bought a 60 per cent stake in Lorimer Bay Aquaculture in March.") == []
     assert kinds(LEASE, "The Castellan Regional Blood Bank supplies platelets to St Oren's Hospital.") == []
+
+
+AIRCRAFT = ("Norrvik Air Technics found corrosion on an S-70 turboprop leased to Baltavia. Inspector Helga Minten signed "
+            "off the repair after engineers from Kestrel Aero Services replaced two stringer sections. The game was "
+            "designed by Ilse Varnholt. Artwork for the game is by Rune Castell.")
+
+
+@pytest.mark.parametrize("claim", [
+    "Norrvik Air Technics found corrosion on an S-70 turboprop leased to Kestrel Aero Services.",  # "leased to"
+    "The game was designed by Rune Castell.",  # "designed by"
+])
+def test_a_name_from_elsewhere_in_another_names_slot_conflicts(claim):
+    assert "swap" in kinds(AIRCRAFT, claim)
+
+
+def test_a_name_in_its_own_slot_or_beside_a_shared_name_agrees():
+    assert kinds(AIRCRAFT, "Engineers from Kestrel Aero Services replaced two stringer sections.") == []
+    fab = ("Veltrix Semiconductor opened its Fab 7 in Orsana in 2019. A second plant, Fab 9, opened two years later "
+           "near Kessick.")
+    assert kinds(fab, "Veltrix's Kessick fab opened in 2021.") == []  # the word beside both is a name
+    vedic = "Vedic Sanskrit is the ancient language of the Vedas of Hinduism."
+    assert kinds(vedic, "Vedic Sanskrit is the language of the Vedic texts of Hinduism.") == []  # one name's two forms

@@ -30,6 +30,7 @@ pairs is measured by ``benchmarks/bench_verifier.py --verifier default+checks``.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -1308,7 +1309,124 @@ def _swap(p: _Pair) -> Finding | None:
     cw = [k for k, t in enumerate(p.claim.tokens) if t[0].isalnum()]
     bw = [k for k, t in enumerate(p.best.tokens) if t[0].isalnum()]
     ops = SequenceMatcher(a=[p.best.stems[k] for k in bw], b=[p.claim.stems[k] for k in cw], autojunk=False).get_opcodes()
-    return _word_swapped(p, cw, bw, ops) or _name_moved(p, cw, bw, ops) or _number_moved(p, cw, bw, ops)
+    return _word_swapped(p, cw, bw, ops) or _name_moved(p, cw, bw, ops) or _number_moved(p, cw, bw, ops) \
+        or _name_in_slot(p)
+
+
+_SLOT_PREPOSITIONS = {"by", "to", "from", "for", "with", "at", "on", "of", "in", "into", "under"}
+
+
+def _foreign_runs(t: _Text, other: _Text) -> list[tuple[int, int]]:
+    """(start, end) of each run of names in ``t`` whose words ``other`` does not use."""
+    out, k = [], 0
+    while k < len(t.tokens):
+        if _named(t, k, other) and t.stems[k] not in other.stems:
+            end = k
+            while end < len(t.tokens) and _named(t, end, other) and t.stems[end] not in other.stems:
+                end += 1
+            out.append((k, end))
+            k = end
+        else:
+            k += 1
+    return out
+
+
+def _slot_context(t: _Text, start: int, end: int) -> tuple[list[str], list[str]]:
+    """The stems before a run of names (nearest first, past determiners and at most two lower-case title words:
+    "by the contractor Basaltek" gives by) and the stem right after it (past a possessive)."""
+    before, k, titles = [], start - 1, 0
+    while k >= 0 and len(before) < 2:
+        w = t.lower[k]
+        if w in _DETERMINERS:
+            k -= 1
+            continue
+        if not before and titles < 2 and t.tokens[k].isalpha() and t.tokens[k].islower() and _is_content(w) \
+                and k > 0 and (t.lower[k - 1] in _DETERMINERS or t.lower[k - 1] in _SLOT_PREPOSITIONS):
+            titles += 1  # "the contractor", "organiser"
+            k -= 1
+            continue
+        if not t.tokens[k][0].isalnum():
+            break
+        before.append(t.stems[k])
+        k -= 1
+    k = end + (end < len(t.tokens) and t.lower[end] in ("'s", "'"))
+    after = [t.stems[k]] if k < len(t.tokens) and t.tokens[k][0].isalpha() else []
+    return before, after
+
+
+def _same_family(a: str, b: str) -> bool:
+    """Two forms of one name: a shared beginning of three letters or more that is most of the shorter word."""
+    n = len(os.path.commonprefix([a, b]))
+    return n >= 3 and n >= 0.6 * min(len(a), len(b))
+
+
+def _name_in_slot(p: _Pair) -> Finding | None:
+    """A name the premise uses elsewhere, put where the sentence the rest of the claim aligns with has another
+    name: the same verb or noun right before or after both ("a turboprop leased to Kestrel Aero Services"
+    where that sentence says "leased to Baltavia" and Kestrel Aero Services did other work; "Pellbridge
+    Aviation" for "Skyvane Aviation"; "the Tessford interchange" for "the Harrowgate interchange"), and no
+    other sentence of the premise saying the name with that word. A preposition counts only with the word
+    before it ("designed by", "imported from")."""
+    c = p.claim
+    k = 0
+    while k < len(c.tokens):
+        if not _named(c, k, p.premise):
+            k += 1
+            continue
+        s = k
+        while k < len(c.tokens) and _named(c, k, p.premise):
+            k += 1
+        run = {c.stems[m] for m in range(s, k)}
+        rest = p.claim_content - run
+        if not rest or not run <= p.premise_content:
+            continue  # a name the premise never uses is the name rule's
+        overlaps = [len(rest & t.content()) for t in p.sents]
+        best = max(range(len(p.sents)), key=lambda j: overlaps[j]) if p.sents else None
+        if best is None or overlaps[best] < max(2, 0.5 * len(rest)):
+            continue
+        found = _slot_taken(p, p.sents[best], s, k)
+        if found:
+            return found
+    return None
+
+
+def _slot_taken(p: _Pair, b: _Text, s: int, e: int) -> Finding | None:
+    """The claim's names at ``s:e`` (those ``b`` does not use) stand where ``b`` has another name, by the words
+    beside them (:func:`_name_in_slot`)."""
+    c = p.claim
+    while s < e and c.stems[s] in b.stems:
+        s += 1
+    while e > s and c.stems[e - 1] in b.stems:
+        e -= 1
+    if s == e:
+        return None
+    theirs = [(s2, e2) for s2, e2 in _foreign_runs(b, c) if any(_is_content(b.lower[m]) for m in range(s2, e2))]
+    ours = {c.stems[m] for m in range(s, e)}
+    if any(_same_family(c.lower[k], b.lower[m]) for k in range(s, e) for s2, e2 in theirs for m in range(s2, e2)):
+        return None  # Italy/Italian, Vedic/Vedas
+    before, after = _slot_context(c, s, e)
+    for s2, e2 in theirs:
+        before2, after2 = _slot_context(b, s2, e2)
+        hit = None
+        # the noun a name stands before ("the Tessford interchange") is its slot; otherwise the name is a noun's
+        # modifier ("a British actress") and the word before it is not the slot's
+        modifies = bool(after) and after[0] not in _SLOT_PREPOSITIONS and _is_content(after[0])
+        if modifies and after == after2:
+            hit = after[0]
+        elif before and before2 and before[0] == before2[0] and not modifies:
+            if before[0] not in _SLOT_PREPOSITIONS and _is_content(before[0]):
+                hit = before[0]
+            elif before[0] in _SLOT_PREPOSITIONS and len(before) > 1 and len(before2) > 1 and before[1] == before2[1] \
+                    and _is_content(before[1]):
+                hit = before[1]
+        if not hit or not any(tok.islower() and st == hit for tok, st in zip(c.tokens, c.stems)) \
+                or not any(tok.islower() and st == hit for tok, st in zip(b.tokens, b.stems)):
+            continue  # the word beside both is not itself a name ("Veltrix's Kessick fab")
+        if any(ours <= set(t.stems) and hit in t.stems for t in p.sents if t is not b):
+            continue  # the premise says it of this name too
+        return Finding("swap", f"the claim has {_span(c, list(range(s, e)))} where its premise sentence has "
+                               f"{_span(b, list(range(s2, e2)))}")
+    return None
 
 
 def _word_swapped(p: _Pair, cw: list[int], bw: list[int], ops: list) -> Finding | None:
