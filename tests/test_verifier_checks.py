@@ -539,3 +539,12 @@ def test_a_name_in_its_own_slot_or_beside_a_shared_name_agrees():
     assert kinds(fab, "Veltrix's Kessick fab opened in 2021.") == []  # the word beside both is a name
     vedic = "Vedic Sanskrit is the ancient language of the Vedas of Hinduism."
     assert kinds(vedic, "Vedic Sanskrit is the language of the Vedic texts of Hinduism.") == []  # one name's two forms
+
+
+def test_a_word_negated_by_a_prefix_conflicts_unless_hedged():
+    premise = "Coastal towns were affected by the storm, and the results were consistent with the forecast."
+    assert "antonym" in kinds(premise, "Coastal towns were unaffected by the storm.")
+    assert "antonym" in kinds(premise, "The results were inconsistent with the forecast.")
+    weather = "Warming could make weather patterns unpredictable around the world."
+    assert kinds(weather, "Warming could make weather patterns around the world less predictable.") == []
+    assert kinds(premise, "Coastal towns were affected by the storm.") == []

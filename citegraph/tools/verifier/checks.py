@@ -441,12 +441,54 @@ def _negation(p: _Pair) -> Finding | None:
     return None
 
 
+_NEG_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non-", "non")
+# the forms a word takes when a prefix negates it: adjectives and participles ("unaffected", "inconsistent",
+# "unnecessary"), not "inform" or "discover"
+_NEGATABLE = re.compile(r"(?:ed|able|ible|al|ful|ive|ent|ant|ous|ly|ic|ar|ary|ate|ure|ing|ted)$")
+
+
+def _hedged_at(t: _Text, k: int) -> bool:
+    """The word at ``k`` follows "less", "than" or the like ("less predictable" for "more unpredictable")."""
+    return k > 0 and t.lower[k - 1] in {"less", "than", "least", "hardly", "barely", "more", "most"}
+
+
+def _prefix_negated(p: _Pair) -> Finding | None:
+    """A word of the claim is a word of the aligned sentence negated by a prefix ("unaffected" where the
+    sentence has "affected", "inconsistent" for "consistent"), or the other way round, the sentence not
+    negating that word itself."""
+    if not p.aligned():
+        return None
+    best = {w: k for k, w in enumerate(p.best.lower)}
+    claim = {w: k for k, w in enumerate(p.claim.lower)}
+    negated = set().union(*[sc for _, _, sc, _ in _neg_scopes(p.best)]) if _neg_scopes(p.best) else set()
+    claim_negated = set().union(*[sc for _, _, sc, _ in _neg_scopes(p.claim, claim=True)]) \
+        if _neg_scopes(p.claim, claim=True) else set()
+    for mine, theirs, mine_neg, theirs_neg, text in ((claim, best, claim_negated, negated, p.claim),
+                                                     (best, claim, negated, claim_negated, p.best)):
+        for w, k in mine.items():
+            if w in theirs or not w.isalpha():
+                continue
+            for pre in _NEG_PREFIXES:
+                base = w[len(pre):].lstrip("-")
+                if w.startswith(pre) and len(base) >= 5 and _NEGATABLE.search(base) and base in theirs \
+                        and base not in mine and text.stems[k] not in mine_neg and stem(base) not in theirs_neg \
+                        and not _hedged_at(p.claim, claim[w if text is p.claim else base]):
+                    shown = p.claim.tokens[claim[w if text is p.claim else base]]
+                    other = p.best.tokens[best[base if text is p.claim else w]]
+                    return Finding("antonym", f"the claim has {shown!r} where the premise has {other!r}")
+    return None
+
+
 def _antonym(p: _Pair) -> Finding | None:
     if not p.aligned():
         return None
     ants = _antonym_stems()
     best = set(p.best.stems)
     claim_neg = any(w in _NEG for w in p.claim.lower)
+    if not claim_neg:
+        found = _prefix_negated(p)
+        if found:
+            return found
     for k, s in enumerate(p.claim.stems):
         if s in ants and s not in best and not claim_neg:
             opposite = ants[s] & best
