@@ -548,3 +548,17 @@ def test_a_word_negated_by_a_prefix_conflicts_unless_hedged():
     weather = "Warming could make weather patterns unpredictable around the world."
     assert kinds(weather, "Warming could make weather patterns around the world less predictable.") == []
     assert kinds(premise, "Coastal towns were affected by the storm.") == []
+
+
+APIARY = ("The Harrowfield Apiary Society manages 42 hives above Lenmoor. Its founder, Osric Tallent, introduced a "
+          "mite-resistant strain of bee called the Kelda line in 2011. Tallent's daughter Wenna now chairs the society.")
+
+
+def test_what_the_premise_says_of_another_subject_conflicts():
+    assert "swap" in kinds(APIARY, "Wenna Tallent introduced the mite-resistant Kelda line in 2011.")
+    assert kinds(APIARY, "Osric Tallent introduced the mite-resistant Kelda line in 2011.") == []
+
+
+def test_a_name_joined_to_what_another_sentence_says_of_something_else_agrees():
+    premise = "The Sarn River floods almost every spring. Most of the damage occurs in Holby, a village built on its banks."
+    assert kinds(premise, "Holby is a village on the banks of a river that floods almost every spring.") == []

@@ -1352,7 +1352,7 @@ def _swap(p: _Pair) -> Finding | None:
     bw = [k for k, t in enumerate(p.best.tokens) if t[0].isalnum()]
     ops = SequenceMatcher(a=[p.best.stems[k] for k in bw], b=[p.claim.stems[k] for k in cw], autojunk=False).get_opcodes()
     return _word_swapped(p, cw, bw, ops) or _name_moved(p, cw, bw, ops) or _number_moved(p, cw, bw, ops) \
-        or _name_in_slot(p)
+        or _name_in_slot(p) or _said_of_another(p)
 
 
 _SLOT_PREPOSITIONS = {"by", "to", "from", "for", "with", "at", "on", "of", "in", "into", "under"}
@@ -1394,6 +1394,90 @@ def _slot_context(t: _Text, start: int, end: int) -> tuple[list[str], list[str]]
     k = end + (end < len(t.tokens) and t.lower[end] in ("'s", "'"))
     after = [t.stems[k]] if k < len(t.tokens) and t.tokens[k][0].isalpha() else []
     return before, after
+
+
+_AUXILIARIES = {"is", "are", "was", "were", "has", "have", "had", "will", "would", "can", "could", "did", "does",
+                "do", "also", "then", "later", "now", "still", "may", "might", "must", "should"}
+_LISTING = _SLOT_PREPOSITIONS | {"including", "like", "as", "such", "among", "against", "than", "after", "before",
+                                 "during", "via", "between", "about", "near", "over", "through"}
+
+
+def _subject_run(t: _Text, other: _Text) -> tuple[int, int] | None:
+    """The run of names a sentence opens with as its subject: the first run of names, before the sentence's
+    first verb, not after a preposition and followed by a verb, an auxiliary or a comma ("Its founder, Osric
+    Tallent, introduced"; "A smaller western arm, the Dunmere, has been silting up"); not a modifier ("a
+    Telugu film", "Ferrow Point's southern antenna")."""
+    k = 0
+    while k < len(t.tokens):
+        if _verb(t, k) and not _named(t, k, other):
+            return None
+        if _named(t, k, other) and not (k == 0 and t.lower[0] in _DETERMINERS):
+            prev = k - 1
+            while prev >= 0 and t.lower[prev] in _DETERMINERS:
+                prev -= 1
+            if prev >= 0 and t.lower[prev] in _LISTING:
+                return None
+            end = k
+            while end < len(t.tokens) and _named(t, end, other):
+                end += 1
+            nxt = t.lower[end] if end < len(t.tokens) else ""
+            if nxt == "," or nxt in _AUXILIARIES or (end < len(t.tokens) and _verb(t, end)):
+                return k, end
+            return None
+        k += 1
+    return None
+
+
+def _main_word(t: _Text, end: int) -> str | None:
+    """The first content word after a subject that ends at ``end``, past an aside (", who chairs the society,")
+    and auxiliaries: the claim's main verb or predicate noun."""
+    k = end
+    if k < len(t.tokens) and t.lower[k] == ",":
+        close = next((m for m in range(k + 1, len(t.tokens)) if t.lower[m] == ","), None)
+        if close is None:
+            return None
+        k = close + 1
+    while k < len(t.tokens) and (t.lower[k] in _AUXILIARIES or t.lower[k] in _DETERMINERS or not _is_content(t.lower[k])):
+        k += 1
+    return t.stems[k] if k < len(t.tokens) else None
+
+
+def _said_of_another(p: _Pair) -> Finding | None:
+    """The claim says of its subject (a name) what the premise says of another: the rest of the claim aligns
+    with a premise sentence (three of its content words and 60%, the claim's main verb or predicate noun
+    among them) whose subject is another name ("Wenna Tallent introduced the Kelda line in 2011" where the
+    premise says "Its founder, Osric Tallent, introduced the Kelda line in 2011" and names Wenna only as his
+    daughter); no sentence of the premise has the name (or part of it) with that much of the rest."""
+    c = p.claim
+    run = _subject_run(c, p.premise)
+    if run is None:
+        return None
+    s, e = run
+    names = {c.stems[k] for k in range(s, e)}
+    rest = p.claim_content - names
+    main = _main_word(c, e)
+    if len(rest) < 3 or main is None:
+        return None
+    overlaps = [len(rest & t.content()) for t in p.sents]
+    j = max(range(len(p.sents)), key=lambda m: overlaps[m])
+    b = p.sents[j]
+    if overlaps[j] < max(3, 0.6 * len(rest)) or main not in b.stems:
+        return None
+    theirs = _subject_run(b, c)
+    if theirs is None:
+        return None
+    other = {b.stems[k] for k in range(*theirs)}
+    shared = names & set(b.stems)
+    # the sentence may share a family name ("Osric Tallent" for "Wenna Tallent"), not the name itself
+    if shared and (not shared <= other or not other - names or not names - shared):
+        return None
+    if not other - set(c.stems) or any(_same_family(c.lower[k], b.lower[m]) for k in range(s, e)
+                                       for m in range(*theirs) if c.stems[k] not in shared):
+        return None  # "Matt Bomer" and "Matthew Staton Bomer"
+    if any((names - shared) & set(t.stems) and len(rest & t.content()) >= 0.6 * len(rest) for t in p.sents):
+        return None
+    return Finding("swap", f"the claim says of {_span(c, list(range(s, e)))} what the premise says of "
+                           f"{_span(b, list(range(*theirs)))}")
 
 
 def _same_family(a: str, b: str) -> bool:
