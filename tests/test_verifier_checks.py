@@ -446,3 +446,125 @@ def test_names_in_two_coordinated_phrases_are_not_one_verbs_sides():
 def test_a_converse_of_time_leaves_the_role_rules_on():
     premise = "Orvia acquired Kestrel in 2019, two years after the Halden merger."
     assert "role" in kinds(premise, "Kestrel acquired Orvia in 2019, two years before the Halden merger.")
+
+
+# session 29: a converse with one party unnamed, arithmetic across sentences, the same verb with names reordered
+STUD = "Kestrel Bay was bred by Norah Quill and sold as a yearling to the Fenwick Stud."
+
+
+def test_a_converse_with_one_side_in_a_relative_clause_says_the_same():
+    assert kinds(STUD, "Norah Quill bred Kestrel Bay, which the Fenwick Stud bought as a yearling.") == []
+    plant = "The Daleford recycling plant sells its sorted aluminium to the Graystone smelter."
+    assert kinds(plant, "The Graystone smelter buys sorted aluminium from the Daleford recycling plant.") == []
+    assert "antonym" in kinds(plant, "The Daleford recycling plant buys its sorted aluminium from the Graystone smelter.")
+
+
+def test_a_converse_of_time_still_needs_both_sides_traded():
+    premise = "Just before the storm reached the coast, the boys had been comparing their kites."
+    assert "antonym" in kinds(premise, "The boys were comparing their kites just after the storm reached the coast.")
+
+
+PORTS = ("The port of Kallisund handled 2.3 million containers in 2023. Its main rival, Dorvik, handled 1.7 million in "
+         "the same year. Between 2012 and 2022 the Torvald colony fell from 4,800 pairs to 3,100 pairs. The morning "
+         "ferry will leave at 7:15 instead of 6:40. Anselm Ridd spent three decades collecting in the uplands. The "
+         "hospice cared for 640 patients, about a quarter of whom were admitted. Of 31 recommendations, the government accepted 18 in full and 7 in part, and rejected "
+         "the remainder.")
+
+
+@pytest.mark.parametrize("claim", [
+    "Kallisund handled 600,000 more containers than Dorvik in 2023.",  # across two sentences, in millions
+    "The Torvald colony lost 1,700 pairs between 2012 and 2022.",  # a count written like a year
+    "The morning ferry will leave 35 minutes later than before.",  # two clock times
+    "Anselm Ridd spent thirty years collecting in the uplands.",  # three decades
+    "About 160 of the hospice's 640 patients were admitted.",  # a quarter of whom
+    "The government rejected six of the 31 recommendations.",  # the remainder
+])
+def test_plain_arithmetic_on_the_premise_numbers_is_not_a_conflict(claim):
+    assert kinds(PORTS, claim) == []
+
+
+@pytest.mark.parametrize("premise,claim", [
+    ("Team Corvane beat Ashfall Gaming 3-1 in the final.", "Team Corvane beat Ashfall Gaming 3-2 in the final."),
+    ("Trains will run every 20 minutes instead of every 30. The fastest journey will be cut from 54 to 47 minutes.",
+     "The fastest journey will be cut by 17 minutes."),
+    ("The team of 23 volunteers spent nine hours on the rescue.", "The rescue involved 32 volunteers."),
+    ("Sailings drop from ten to six a day. The timetable takes effect on 28 October.",
+     "The timetable takes effect on 18 October."),
+])
+def test_a_number_that_only_happens_to_be_a_sum_or_difference_still_conflicts(premise, claim):
+    assert "number" in kinds(premise, claim)
+
+
+def test_a_claim_that_negates_what_the_premise_negates_too_agrees():
+    premise = ("In 2023, revenue per available room rose 12 percent, driven by business travel in its city-centre hotels. "
+               "The chain opened no new hotels during the year.")
+    assert kinds(premise, "The chain added no hotels in 2023, yet its revenue per available room rose 12 percent.") == []
+
+
+LEASE = ("Under a 2023 agreement, the Castellan Regional Blood Bank supplies platelets to St Oren's Hospital, and in "
+         "return St Oren's screens all of the blood bank's donations. Kaizora Pearls bought a 60 per cent stake in "
+         "Lorimer Bay Aquaculture in March.")
+
+
+@pytest.mark.parametrize("claim", [
+    "Under the 2023 agreement, St Oren's Hospital supplies platelets to the Castellan Regional Blood Bank.",
+    "Lorimer Bay Aquaculture bought a 60 per cent stake in Kaizora Pearls in March.",  # the same verb, not a converse
+])
+def test_names_reordered_around_the_same_verb_conflict(claim):
+    assert "role" in kinds(LEASE, claim)
+
+
+def test_names_reordered_keep_the_right_order_agree():
+    assert kinds(LEASE, "Kaizora Pearls bought a 60 per cent stake in Lorimer Bay Aquaculture in March.") == []
+    assert kinds(LEASE, "The Castellan Regional Blood Bank supplies platelets to St Oren's Hospital.") == []
+
+
+AIRCRAFT = ("Norrvik Air Technics found corrosion on an S-70 turboprop leased to Baltavia. Inspector Helga Minten signed "
+            "off the repair after engineers from Kestrel Aero Services replaced two stringer sections. The game was "
+            "designed by Ilse Varnholt. Artwork for the game is by Rune Castell.")
+
+
+@pytest.mark.parametrize("claim", [
+    "Norrvik Air Technics found corrosion on an S-70 turboprop leased to Kestrel Aero Services.",  # "leased to"
+    "The game was designed by Rune Castell.",  # "designed by"
+])
+def test_a_name_from_elsewhere_in_another_names_slot_conflicts(claim):
+    assert "swap" in kinds(AIRCRAFT, claim)
+
+
+def test_a_name_in_its_own_slot_or_beside_a_shared_name_agrees():
+    assert kinds(AIRCRAFT, "Engineers from Kestrel Aero Services replaced two stringer sections.") == []
+    fab = ("Veltrix Semiconductor opened its Fab 7 in Orsana in 2019. A second plant, Fab 9, opened two years later "
+           "near Kessick.")
+    assert kinds(fab, "Veltrix's Kessick fab opened in 2021.") == []  # the word beside both is a name
+    vedic = "Vedic Sanskrit is the ancient language of the Vedas of Hinduism."
+    assert kinds(vedic, "Vedic Sanskrit is the language of the Vedic texts of Hinduism.") == []  # one name's two forms
+
+
+def test_a_word_negated_by_a_prefix_conflicts_unless_hedged():
+    premise = "Coastal towns were affected by the storm, and the results were consistent with the forecast."
+    assert "antonym" in kinds(premise, "Coastal towns were unaffected by the storm.")
+    assert "antonym" in kinds(premise, "The results were inconsistent with the forecast.")
+    weather = "Warming could make weather patterns unpredictable around the world."
+    assert kinds(weather, "Warming could make weather patterns around the world less predictable.") == []
+    assert kinds(premise, "Coastal towns were affected by the storm.") == []
+
+
+APIARY = ("The Harrowfield Apiary Society manages 42 hives above Lenmoor. Its founder, Osric Tallent, introduced a "
+          "mite-resistant strain of bee called the Kelda line in 2011. Tallent's daughter Wenna now chairs the society.")
+
+
+def test_what_the_premise_says_of_another_subject_conflicts():
+    assert "swap" in kinds(APIARY, "Wenna Tallent introduced the mite-resistant Kelda line in 2011.")
+    assert kinds(APIARY, "Osric Tallent introduced the mite-resistant Kelda line in 2011.") == []
+
+
+def test_a_name_joined_to_what_another_sentence_says_of_something_else_agrees():
+    premise = "The Sarn River floods almost every spring. Most of the damage occurs in Holby, a village built on its banks."
+    assert kinds(premise, "Holby is a village on the banks of a river that floods almost every spring.") == []
+
+
+def test_a_converse_of_position_still_needs_both_sides_traded():
+    premise = ("The drain hose may be connected to a sink trap or a standpipe, but its highest point must be no more "
+               "than 100 cm above the floor.")
+    assert "antonym" in kinds(premise, "The drain hose can be connected as long as its highest point stays below 100 cm.")
