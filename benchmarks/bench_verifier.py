@@ -20,8 +20,9 @@
     written the same way (it judged session 26's run 10), and --sets minimal-sixth, a sixth, committed
     unscored (it judged session 27's checks and fourth adapter), --sets minimal-seventh, a seventh
     (it judged session 27's second round of checks), --sets minimal-eighth, an eighth (it judged
-    session 28's sixth adapter), --sets minimal-ninth, a ninth (it judges session 29's checks), and
-    --sets minimal-tenth, a tenth, committed unscored to judge the next change; (e) any
+    session 28's sixth adapter), --sets minimal-ninth, a ninth (it judged session 29's checks,
+    reverted), --sets minimal-tenth, a tenth (it judged their second round, kept), and --sets
+    minimal-eleventh, an eleventh, committed unscored to judge the next change; (e) any
     file in LLM-AggreFact's format (dataset, doc, claim, label), per dataset and the leaderboard's
     average. The llm-judge is slow, so it (and the verifier again, for a like-for-like row) runs on a
     fixed seeded sample (--judge-sample, 0 = none).
@@ -59,6 +60,7 @@ MINIMAL_SUITES = {
     "minimal-eighth": ("minimal pairs, eighth suite (written blind)", "minimal_eighth", "minimal_pairs_eighth"),
     "minimal-ninth": ("minimal pairs, ninth suite (written blind)", "minimal_ninth", "minimal_pairs_ninth"),
     "minimal-tenth": ("minimal pairs, tenth suite (written blind)", "minimal_tenth", "minimal_pairs_tenth"),
+    "minimal-eleventh": ("minimal pairs, eleventh suite (written blind)", "minimal_eleventh", "minimal_pairs_eleventh"),
 }
 
 sys.path.insert(0, str(REPO))
@@ -96,8 +98,9 @@ def parse_args(argv=None):
                          "fifth, written blind; it judged session 26's run 10), minimal-sixth (a sixth, written blind; it "
                          "judged session 27's checks and fourth adapter), minimal-seventh (a seventh, written blind; it "
                          "judged session 27's second round of checks), minimal-eighth (an eighth, written blind; it "
-                         "judged session 28's sixth adapter), minimal-ninth (a ninth, written blind; it judges session "
-                         "29's checks), minimal-tenth (a tenth, written blind and kept unscored for the next change), "
+                         "judged session 28's sixth adapter), minimal-ninth (a ninth, written blind; it judged session "
+                         "29's checks), minimal-tenth (a tenth, written blind; it judged their second round), "
+                         "minimal-eleventh (an eleventh, written blind and kept unscored for the next change), "
                          "aggrefact (needs --aggrefact)")
     ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")
     for _, arg, key in MINIMAL_SUITES.values():  # --minimal-pairs, --minimal-blind, ...: each suite's file

@@ -25,7 +25,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 SETS = ("heldout", "expertqa", "fever", "minimal", "minimal-blind", "minimal-third", "minimal-fourth", "minimal-fifth", "minimal-sixth",
-        "minimal-seventh", "minimal-eighth", "minimal-ninth", "minimal-tenth")
+        "minimal-seventh", "minimal-eighth", "minimal-ninth", "minimal-tenth",
+        "minimal-eleventh")
 
 
 def parse_args(argv=None):
