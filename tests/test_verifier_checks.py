@@ -568,3 +568,32 @@ def test_a_converse_of_position_still_needs_both_sides_traded():
     premise = ("The drain hose may be connected to a sink trap or a standpipe, but its highest point must be no more "
                "than 100 cm above the floor.")
     assert "antonym" in kinds(premise, "The drain hose can be connected as long as its highest point stays below 100 cm.")
+
+
+def test_a_negation_is_read_against_every_sentence_the_claim_aligns_with():
+    premise = ("Harbour Flight 12 left Orvik on 3 May and ditched in the Tarn estuary after both engines failed. "
+               "The flight's pilots, Ana Brel and Tom Dace, glided the plane to the water.")
+    assert "negation" in kinds(premise, "Harbour Flight 12 did not have any pilots.")
+    assert kinds(premise, "Harbour Flight 12 did not reach an airport.") == []  # nothing there says it did
+
+
+@pytest.mark.parametrize("claim", [
+    "Varga Textiles still uses chrome mordants at its Szelnic dyehouse.",
+    "The Lautmoor mill has shut down its bleaching line.",
+])
+def test_what_goes_on_against_what_stopped_conflicts(claim):
+    premise = ("Varga Textiles stopped using chrome mordants at its Szelnic dyehouse in 2022. At the Lautmoor mill, "
+               "the bleaching line remains in operation.")
+    assert "negation" in kinds(premise, claim)
+
+
+def test_what_stopped_said_as_stopped_agrees():
+    premise = "Varga Textiles stopped using chrome mordants at its Szelnic dyehouse in 2022."
+    assert kinds(premise, "Varga Textiles no longer uses chrome mordants at its Szelnic dyehouse.") == []
+
+
+def test_an_opposite_the_premise_negates_is_not_a_conflict():
+    premise = "Conservators found that the psalter's original oak boards had not been discarded but were stored apart."
+    assert kinds(premise, "The psalter's original oak boards were kept and stored apart.") == []
+    assert "antonym" in kinds("The vault declined a donation of tulip bulbs last year.",
+                              "The vault accepted a donation of tulip bulbs last year.")

@@ -109,6 +109,7 @@ regular/irregular relevant/irrelevant responsible/irresponsible mature/immature 
 visible/invisible active/inactive accurate/inaccurate complete/incomplete correct/incorrect
 sufficient/insufficient significant/insignificant approve/disapprove agreement/disagreement
 advantage/disadvantage honest/dishonest ahead/behind lend/borrow lent/borrowed precede/follow
+accept/decline retain/discard keep/discard
 """.split()]
 
 # opposites that say the same thing with their two sides traded: "A sold B to C" = "C bought B from A",
@@ -393,6 +394,48 @@ def _negative_meaning(t: _Text) -> bool:
                for k, w in enumerate(t.lower))
 
 
+_STOPPED = {stem(w) for w in "stop stopped stops ceased ceases discontinued ended halted abandoned quit dropped "
+                             "scrapped closed".split()}
+_GOES_ON = {stem(w) for w in "still continue continues continued remain remains remained".split()}
+
+
+def _cues(t: _Text) -> list[tuple[str, set[str]]]:
+    """("stop" or "go on", the content stems within four words of the cue) for each cue of ``t`` that says
+    something stopped ("stopped using", "was discontinued", "no longer", "shut down") or goes on ("still",
+    "continues to", "remains in operation")."""
+    out = []
+    for k, (w, s) in enumerate(zip(t.lower, t.stems)):
+        kind = None
+        if s in _STOPPED or (w == "no" and t.lower[k + 1: k + 2] == ["longer"]) or (w == "shut" and "down" in t.lower[k + 1: k + 4]):
+            kind = "stop"
+        elif s in _GOES_ON:
+            kind = "go on"
+        if kind:
+            near = {t.stems[m] for m in range(max(0, k - 4), min(len(t.tokens), k + 5))
+                    if m != k and _is_content(t.lower[m]) and t.stems[m] not in _STOPPED | _GOES_ON | {"longer", "down"}}
+            out.append((kind, near))
+    return out
+
+
+def _continuation(p: _Pair, sents: list[_Text]) -> Finding | None:
+    """The claim says a thing goes on that the premise says stopped, or the other way round: "Varga still uses
+    chrome mordants" where it "stopped using chrome mordants"; "has shut down its bleaching line" where "the
+    bleaching line remains in operation". The two cues share two content words around them, in a sentence
+    the claim aligns with."""
+    mine = _cues(p.claim)
+    if not mine:
+        return None
+    for t in sents:
+        for kind, near in _cues(t):
+            for kind2, near2 in mine:
+                shared = near & near2 & p.claim_content
+                if kind != kind2 and len(shared) >= 2:
+                    return Finding("negation", f"the claim says {_show(p.claim, shared)} "
+                                               f"{'goes on' if kind2 == 'go on' else 'stopped'}; the premise says it "
+                                               f"{'stopped' if kind == 'stop' else 'goes on'}")
+    return None
+
+
 def _negation(p: _Pair) -> Finding | None:
     prem_scopes = _neg_scopes(p.premise)
     prem_negated: set[str] = set().union(*[sc for _, _, sc, _ in prem_scopes]) if prem_scopes else set()
@@ -403,19 +446,30 @@ def _negation(p: _Pair) -> Finding | None:
     best_positive = _outside(p.best, best_scopes)
     # the claim negates what the premise asserts: the negated word stands unnegated in the sentence it aligns
     # with, and no sentence of the premise negates it together with the claim's other negated words
+    # the sentence the claim aligns with, or another that holds as many of the claim's words and the negated one
+    # ("Fishing vessels are no longer exempt" against "Fishing vessels remain exempt", a shorter sentence than
+    # the one about the port that shares as many words)
+    c = p.claim_content
+    others = [t for t in p.sents if t is not p.best and len(c & t.content()) >= max(2, 0.5 * len(c))]
     for i, _, scope, head in claim_scopes:
         if p.claim.lower[i] == "without":  # "without compromising quality": seldom the claim's point
             continue
-        if not head or head not in best_positive or head in best_negated or not p.aligned():
-            continue
-        if any((s in _REMOVAL or w in _REMOVAL) and s not in p.claim_content  # "no longer find X" from "is scrapping X"
-               for s, w in zip(p.best.stems, p.best.lower)):
-            continue
         rest = {s for s in scope - {head} if not s[:1].isdigit()}  # "no hotels in 2023": the year is not negated
-        if any(head in sc and (not rest or rest & sc) for _, _, sc, _ in prem_scopes):
+        if not head or any(head in sc and (not rest or rest & sc) for _, _, sc, _ in prem_scopes):
             continue
-        return Finding("negation", f"the claim says {p.claim.tokens[i]!r} of {_show(p.claim, {head})}, "
-                                   "the premise does not")
+        for t in ([p.best] if p.aligned() else []) + others:
+            t_scopes = best_scopes if t is p.best else _neg_scopes(t)
+            t_negated = set().union(*[sc for _, _, sc, _ in t_scopes]) if t_scopes else set()
+            if head not in _outside(t, t_scopes) or head in t_negated:
+                continue
+            if any((s in _REMOVAL or w in _REMOVAL) and s not in p.claim_content  # "no longer find X" from "is scrapping X"
+                   for s, w in zip(t.stems, t.lower)):
+                continue
+            return Finding("negation", f"the claim says {p.claim.tokens[i]!r} of {_show(p.claim, {head})}, "
+                                       "the premise does not")
+    found = _continuation(p, ([p.best] if p.aligned() else []) + others)
+    if found:
+        return found
     if claim_scopes or len(p.claim.tokens) > 40:
         return None
     # the claim asserts what the premise only negates: the negated word of the sentence it aligns with ...
@@ -489,9 +543,11 @@ def _antonym(p: _Pair) -> Finding | None:
         found = _prefix_negated(p)
         if found:
             return found
+    scopes = _neg_scopes(p.best)
+    negated = set().union(*[sc for _, _, sc, _ in scopes]) if scopes else set()
     for k, s in enumerate(p.claim.stems):
         if s in ants and s not in best and not claim_neg:
-            opposite = ants[s] & best
+            opposite = (ants[s] & best) - negated  # "had not been discarded" says "kept"
             if opposite and not _comparison_turned(p, s, ants) and not _converse_turned(p, k, opposite):
                 return Finding("antonym", f"the claim has {p.claim.tokens[k]!r} where the premise has "
                                           f"{_show(p.best, opposite)}")
