@@ -597,3 +597,33 @@ def test_an_opposite_the_premise_negates_is_not_a_conflict():
     assert kinds(premise, "The psalter's original oak boards were kept and stored apart.") == []
     assert "antonym" in kinds("The vault declined a donation of tulip bulbs last year.",
                               "The vault accepted a donation of tulip bulbs last year.")
+
+
+def test_a_claim_restating_a_premise_negation_with_a_negative_verb_agrees():
+    premise = "The winter market will no longer accept sales from unregistered foragers, the council announced."
+    assert kinds(premise, "The council said unregistered foragers will be barred from selling at the market.") == []
+    banned = "The pesticide was not banned by the regional council."
+    assert "negation" in kinds(banned, "The pesticide was banned by the regional council.")
+
+
+def test_a_negation_does_not_reach_past_during():
+    premise = "The Carrow Point lifeboat did not launch during the storm of 12 February because its slipway was damaged."
+    assert kinds(premise, "Its slipway damaged, the Carrow Point lifeboat stayed ashore during the 12 February storm.") == []
+
+
+@pytest.mark.parametrize("premise,claim", [
+    ("The new chairlift, which cost CHF 14.5 million, carried 1.84 million skiers.",
+     "The chairlift cost CHF 14.5 million."),  # a currency code is not a name
+    ("Only 38% of households held flood cover in 2023. Among renters the figure fell to 19%.",
+     "Fewer than one in five renters held flood cover in 2023."),
+    ("The collection holds 212 watercolours. Her sister made plates from 64 of them. The remaining paintings were "
+     "never published.", "Of the 212 watercolours, 148 were never published."),
+])
+def test_more_plain_arithmetic_is_not_a_conflict(premise, claim):
+    assert kinds(premise, claim) == []
+
+
+def test_one_in_five_still_conflicts_with_a_share_far_from_it():
+    premise = "Only 38% of households held flood cover in 2023. Among renters the figure fell to 9%."
+    assert "number" in kinds(premise, "Fewer than one in five renters held flood cover in 2023.")
+    assert "number" in kinds(premise, "Roughly one in five renters held flood cover in 2023.")

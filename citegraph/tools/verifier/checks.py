@@ -59,7 +59,7 @@ _NEG = {"not", "no", "never", "n't", "without", "none", "nobody", "nothing", "ne
 _REFUSAL = {"declined", "declines", "decline", "declining", "refused", "refuses", "refuse", "refusing"}
 # words between a negation and what it negates ("not yet signed", "not even tested")
 _NEG_MODIFIERS = {"yet", "even", "necessarily", "always", "entirely", "fully", "quite"}
-_TIME_CLAUSE = {"after", "before", "until", "till", "since"}  # a negation's scope ends where one of these opens
+_TIME_CLAUSE = {"after", "before", "until", "till", "since", "during"}  # a negation's scope ends where one of these opens
 _ASIDES = {"however", "though", "therefore", "moreover", "furthermore", "nevertheless", "indeed", "apparently",
            "reportedly", "surprisingly", "unfortunately", "initially", "originally"}
 _NEG_PHRASES_SKIP = {("not", "only"), ("not", "just"), ("not", "merely"), ("not", "simply"), ("no", "less"), ("not", "less"), ("no", "doubt"),
@@ -69,7 +69,8 @@ _NEG_PHRASES_SKIP = {("not", "only"), ("not", "just"), ("not", "merely"), ("not"
 _NEGATIVE_MEANING = {"avoid", "avoided", "avoids", "excluding", "except", "yet", "despite", "prevent",
                      "prevented", "refuse", "refused", "deny", "denied", "reject", "rejected", "absent", "free",
                      "lack", "lacked", "missing", "instead", "rather", "unlike", "neither", "nor", "only", "stop",
-                     "stopped", "ended", "halted", "declined", "failed", "unable", "ruled"}
+                     "stopped", "ended", "halted", "declined", "failed", "unable", "ruled", "barred", "banned",
+                     "prohibited", "forbidden", "excluded", "blocked", "ashore"}
 
 # verbs of ending or removing: a claim's negation may restate one ("no longer offers" from "scrapped")
 _REMOVAL = {"scrap", "remov", "abolish", "cancel", "elimin", "withdraw", "withdrew", "discontinu", "ceas", "abandon",
@@ -388,9 +389,10 @@ class _Pair:
         return bool(c) and self.best_overlap >= max(2, 0.5 * len(c))
 
 
-def _negative_meaning(t: _Text) -> bool:
-    """``t`` has a word that says "not" without a negation ("refused", "ruled out", "yet to")."""
-    return any(w in _NEGATIVE_MEANING and (w != "ruled" or t.lower[k + 1: k + 2] == ["out"])
+def _negative_meaning(t: _Text, negated: set[str] = frozenset()) -> bool:
+    """``t`` has a word that says "not" without a negation ("refused", "ruled out", "yet to"), other than a
+    word the premise itself negates (``negated``: "was banned" against "was not banned" restates nothing)."""
+    return any(w in _NEGATIVE_MEANING and (w != "ruled" or t.lower[k + 1: k + 2] == ["out"]) and t.stems[k] not in negated
                for k, w in enumerate(t.lower))
 
 
@@ -473,7 +475,7 @@ def _negation(p: _Pair) -> Finding | None:
     if claim_scopes or len(p.claim.tokens) > 40:
         return None
     # the claim asserts what the premise only negates: the negated word of the sentence it aligns with ...
-    if p.aligned() and not _negative_meaning(p.claim):
+    if p.aligned() and not _negative_meaning(p.claim, prem_negated):
         for i, _, _, head in best_scopes:
             # the word right after the cue ("was not broken", "does not add"), not a name ("no Trucks")
             k = next((k for k in range(i + 1, min(i + 4, len(p.best.stems))) if p.best.stems[k] == head), None)
@@ -483,12 +485,12 @@ def _negation(p: _Pair) -> Finding | None:
                 return Finding("negation", f"the premise negates {_show(p.claim, {head})}, the claim asserts it")
     # ... or a negated verb of the premise together with a word the premise says only under that negation
     # ("did not protect infants" -> "protected infants"), or two such words
-    if p.coverage() >= 0.7 and not _negative_meaning(p.claim):
+    if p.coverage() >= 0.7 and not _negative_meaning(p.claim, prem_negated):
         for _, _, sc, head in prem_scopes:
             only = (sc & p.claim_content) - prem_positive - {head}
             if head in p.claim_content and only and not p.premise.tokens[p.premise.stems.index(head)][0].isupper():
                 return Finding("negation", f"the premise negates {_show(p.claim, only | {head})}, the claim asserts it")
-    if p.coverage() >= 0.7 and not _negative_meaning(p.claim):
+    if p.coverage() >= 0.7 and not _negative_meaning(p.claim, prem_negated):
         only_negated = {s for s in p.claim_content if s in prem_negated and s not in prem_positive}
         if len(only_negated) >= 2:
             return Finding("negation", f"the premise negates {_show(p.claim, only_negated)}, the claim asserts it")
@@ -526,7 +528,9 @@ def _prefix_negated(p: _Pair) -> Finding | None:
                 base = w[len(pre):].lstrip("-")
                 if w.startswith(pre) and len(base) >= 5 and _NEGATABLE.search(base) and base in theirs \
                         and base not in mine and text.stems[k] not in mine_neg and stem(base) not in theirs_neg \
-                        and not _hedged_at(p.claim, claim[w if text is p.claim else base]):
+                        and not _hedged_at(p.claim, claim[w if text is p.claim else base]) \
+                        and not (text is p.best and "than" in claim and "than" in best):  # a comparison's other side
+                    # ("beds invaded by the limpet had less settlement than beds free of it" for "... than uninvaded beds")
                     shown = p.claim.tokens[claim[w if text is p.claim else base]]
                     other = p.best.tokens[best[base if text is p.claim else w]]
                     return Finding("antonym", f"the claim has {shown!r} where the premise has {other!r}")
@@ -843,6 +847,10 @@ def _arithmetic(x: str, v: float, p: _Pair, percent: bool) -> bool:
     if set(c.lower) & (_DIFFERENCE_WORDS | _QUICKER | _TOTAL_WORDS) and \
             any(close(w, b - a) or close(w, a + b) for i, a in enumerate(same) for b in same[i + 1:]):
         return True
+    if re.search(r"\b(?:remaining|the\s+rest|the\s+remainder|the\s+others)\b", ptext, re.I):
+        vals = sorted({a for am in amounts for a, _ in am})  # "212 watercolours ... 64 of them ... the remaining"
+        if any(close(w, b - a) for i, a in enumerate(vals) for b in vals[i + 1:]):
+            return True
     for raw, am in zip(raws, amounts):  # the rest of a whole after two of its parts, in a sentence that says so
         vs = [a for a, _ in am]
         if re.search(r"\b(?:rest|remainder|remaining|others)\b", raw, re.I) and \
@@ -868,6 +876,13 @@ def _arithmetic(x: str, v: float, p: _Pair, percent: bool) -> bool:
         frac = {2: "half", 3: "third", 4: "quarter", 5: "fifth", 10: "tenth"}.get(int(v))
         if frac and re.search(rf"\b(?:a|one)\s+{frac}\b", ptext, re.I):
             return True
+        # "fewer than one in five" for 19 percent, "about one in four" for 26 percent
+        share = 100 / v
+        bound = text[max(0, one_in.start() - 16): one_in.start()].lower()
+        for q in (float(m.group(1)) for m in re.finditer(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b|per\s+cent\b)", ptext, re.I)):
+            if (re.search(r"\b(?:fewer|less)\s+than\s*$", bound) and share - 10 <= q < share) or \
+                    (re.search(r"\bmore\s+than\s*$", bound) and share < q <= share + 10) or abs(q - share) <= 3:
+                return True
     if hedged:  # "about 251 million" for 251.4 million: the premise amount rounded
         return any(abs(w - a) <= 0.01 * abs(a) and a != w for am in amounts for a, _ in am)
     return False
@@ -973,7 +988,8 @@ def _number_slot(p: _Pair, prem_nums: set[str], skip: set[str] = frozenset()) ->
     t = p.premise
     for k in range(len(t.tokens) - 1):
         num = _canonical_token(t, k)
-        if num and not (k > 1 and _named(t, k - 1) and t.tokens[k][:1].isdigit()):  # not a name's ("Aster 3 units")
+        if num and not (k > 1 and _named(t, k - 1) and t.tokens[k][:1].isdigit()  # not a name's ("Aster 3 units"),
+                        and not re.fullmatch(r"[A-Z]{3}", t.tokens[k - 1])):  # but a currency's ("CHF 14.5 million")
             follows.setdefault(t.stems[k + 1], set()).add(num)
     for k in range(len(c.tokens) - 1):
         num = _canonical_token(c, k)
