@@ -22,8 +22,9 @@
     (it judged session 27's second round of checks), --sets minimal-eighth, an eighth (it judged
     session 28's sixth adapter), --sets minimal-ninth, a ninth (it judged session 29's checks,
     reverted), --sets minimal-tenth, a tenth (it judged their second round, kept), --sets
-    minimal-eleventh, an eleventh (it judged their third round, a tie, kept), and --sets
-    minimal-twelfth, a twelfth, committed unscored to judge the next change; (e) any
+    minimal-eleventh, an eleventh (it judged their third round, a tie, kept), --sets minimal-twelfth,
+    a twelfth (it judged their fourth, a tie, kept), and --sets minimal-thirteenth, a thirteenth,
+    committed unscored to judge the next change; (e) any
     file in LLM-AggreFact's format (dataset, doc, claim, label), per dataset and the leaderboard's
     average. The llm-judge is slow, so it (and the verifier again, for a like-for-like row) runs on a
     fixed seeded sample (--judge-sample, 0 = none).
@@ -63,6 +64,8 @@ MINIMAL_SUITES = {
     "minimal-tenth": ("minimal pairs, tenth suite (written blind)", "minimal_tenth", "minimal_pairs_tenth"),
     "minimal-eleventh": ("minimal pairs, eleventh suite (written blind)", "minimal_eleventh", "minimal_pairs_eleventh"),
     "minimal-twelfth": ("minimal pairs, twelfth suite (written blind)", "minimal_twelfth", "minimal_pairs_twelfth"),
+    "minimal-thirteenth": ("minimal pairs, thirteenth suite (written blind)", "minimal_thirteenth",
+                           "minimal_pairs_thirteenth"),
 }
 
 sys.path.insert(0, str(REPO))
@@ -103,7 +106,8 @@ def parse_args(argv=None):
                          "judged session 28's sixth adapter), minimal-ninth (a ninth, written blind; it judged session "
                          "29's checks), minimal-tenth (a tenth, written blind; it judged their second round), "
                          "minimal-eleventh (an eleventh, written blind; it judged their third round), minimal-twelfth "
-                         "(a twelfth, written blind and kept unscored for the next change), "
+                         "(a twelfth, written blind; it judged their fourth), minimal-thirteenth (a thirteenth, written "
+                         "blind and kept unscored for the next change), "
                          "aggrefact (needs --aggrefact)")
     ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")
     for _, arg, key in MINIMAL_SUITES.values():  # --minimal-pairs, --minimal-blind, ...: each suite's file
