@@ -627,3 +627,8 @@ def test_one_in_five_still_conflicts_with_a_share_far_from_it():
     premise = "Only 38% of households held flood cover in 2023. Among renters the figure fell to 9%."
     assert "number" in kinds(premise, "Fewer than one in five renters held flood cover in 2023.")
     assert "number" in kinds(premise, "Roughly one in five renters held flood cover in 2023.")
+
+
+def test_one_in_zero_is_a_number_conflict_not_a_crash():
+    premise = "Among renters in the Wendle estuary, 19% held flood cover in 2023."
+    assert kinds(premise, "Fewer than one in 0 renters in the Wendle estuary held flood cover in 2023.") == ["number"]

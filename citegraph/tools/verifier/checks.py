@@ -8,19 +8,21 @@ tagger or parser ships here):
 
 - ``negation``: the claim negates words the premise asserts, or asserts words the premise only negates
   (a negation is also "declined to" / "refused to" before a verb, and "ruled out"; "not yet signed"
-  negates "signed");
-- ``antonym``: the claim has a word whose opposite (rose/fell, approved/rejected, effective/ineffective)
-  stands in the aligned premise sentence instead;
+  negates "signed"), or says goes on what the premise says stopped ("still uses" / "stopped using");
+- ``antonym``: the claim has a word whose opposite (rose/fell, approved/rejected, effective/ineffective,
+  a prefix's: affected/unaffected) stands in the aligned premise sentence instead;
 - ``number``: a number, month or year of the claim is nowhere in the premise, and does not follow from
-  the premise's numbers by one plain step the claim's words announce (a difference, a total, a share as a
-  percentage, a stated multiple, a span of years; :func:`_derived`);
+  the premise's numbers by one plain step (a difference, a total, a share as a percentage, a stated
+  multiple, a span of years, minutes between two clock times, what "the remaining" leaves; most only where
+  the claim's words announce them; :func:`_derived`, :func:`_arithmetic`);
 - ``name``: a capitalised name of the claim is nowhere in the premise;
 - ``role``: two names or common nouns on either side of a shared verb or comparative trade sides (A
   acquired B / B acquired A), with the passive voice taken into account; or a relation, two values or two
   opposites turned round between two names ("A is the older sister of B" where B is A's);
 - ``swap``: the claim copies its premise sentence but for one word, name or number, which it takes from
   elsewhere in the premise ("Table captions ... below the figure" from "Figure captions ... below the
-  figure").
+  figure"), or puts a name of the premise in another name's slot, or says of its subject what the premise
+  says of another.
 
 :class:`CheckedVerifier` (spec ``<base spec>+checks``) caps the base verifier's score at ``cap`` for a
 pair with a conflict, so the sentence is not called supported. Each rule fires only when the claim and
@@ -70,7 +72,7 @@ _NEGATIVE_MEANING = {"avoid", "avoided", "avoids", "excluding", "except", "yet",
                      "prevented", "refuse", "refused", "deny", "denied", "reject", "rejected", "absent", "free",
                      "lack", "lacked", "missing", "instead", "rather", "unlike", "neither", "nor", "only", "stop",
                      "stopped", "ended", "halted", "declined", "failed", "unable", "ruled", "barred", "banned",
-                     "prohibited", "forbidden", "excluded", "blocked", "ashore"}
+                     "prohibited", "forbidden", "excluded", "blocked"}
 
 # verbs of ending or removing: a claim's negation may restate one ("no longer offers" from "scrapped")
 _REMOVAL = {"scrap", "remov", "abolish", "cancel", "elimin", "withdraw", "withdrew", "discontinu", "ceas", "abandon",
@@ -444,11 +446,10 @@ def _negation(p: _Pair) -> Finding | None:
     prem_positive = _outside(p.premise, prem_scopes)
     claim_scopes = _neg_scopes(p.claim, claim=True)
     best_scopes = _neg_scopes(p.best)
-    best_negated: set[str] = set().union(*[sc for _, _, sc, _ in best_scopes]) if best_scopes else set()
-    best_positive = _outside(p.best, best_scopes)
     # the claim negates what the premise asserts: the negated word stands unnegated in the sentence it aligns
     # with, and no sentence of the premise negates it together with the claim's other negated words
-    # the sentence the claim aligns with, or another that holds as many of the claim's words and the negated one
+    # the sentence the claim aligns with, or another that aligns with it as well (by the same measure) and holds
+    # the negated word
     # ("Fishing vessels are no longer exempt" against "Fishing vessels remain exempt", a shorter sentence than
     # the one about the port that shares as many words)
     c = p.claim_content
@@ -497,7 +498,7 @@ def _negation(p: _Pair) -> Finding | None:
     return None
 
 
-_NEG_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non-", "non")
+_NEG_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non")
 # the forms a word takes when a prefix negates it: adjectives and participles ("unaffected", "inconsistent",
 # "unnecessary"), not "inform" or "discover"
 _NEGATABLE = re.compile(r"(?:ed|able|ible|al|ful|ive|ent|ant|ous|ly|ic|ar|ary|ate|ure|ing|ted)$")
@@ -525,7 +526,7 @@ def _prefix_negated(p: _Pair) -> Finding | None:
             if w in theirs or not w.isalpha():
                 continue
             for pre in _NEG_PREFIXES:
-                base = w[len(pre):].lstrip("-")
+                base = w[len(pre):]
                 if w.startswith(pre) and len(base) >= 5 and _NEGATABLE.search(base) and base in theirs \
                         and base not in mine and text.stems[k] not in mine_neg and stem(base) not in theirs_neg \
                         and not _hedged_at(p.claim, claim[w if text is p.claim else base]) \
@@ -612,8 +613,7 @@ def _converse_flips(p: _Pair) -> bool:
     conv = _converse_stems()
     best = set(p.best.stems)
     c = p.claim
-    return any(s in conv and s not in best and conv[s] & best and s not in _NOT_ROLES
-               for k, s in enumerate(c.stems))
+    return any(s in conv and s not in best and conv[s] & best and s not in _NOT_ROLES for s in c.stems)
 
 
 # converses between two parties of one exchange or contest
@@ -628,8 +628,8 @@ _NOT_ROLES = {stem(w) for w in "before after earlier later precede preceded prec
 
 def _before_noun(t: _Text, k: int) -> bool:
     """The word at ``k`` stands before a lower-case content word, as an adjective before its noun ("her
-    younger sister Anna"): a converse there relates the noun to its owner, not the clause's two sides, which
-    stay the role rules' to read."""
+    younger sister Anna"): a converse of time or quantity there relates the noun to its owner, not the
+    clause's two sides (:func:`_converse_turned`)."""
     return k + 1 < len(t.lower) and t.tokens[k + 1].islower() and _is_content(t.lower[k + 1])
 
 
@@ -770,9 +770,9 @@ def _derived(x: str, p: _Pair, prem_nums: set[str]) -> bool:
     return _derived_more(x, v, p, prem_nums, years, unit, percent) or _arithmetic(x, v, p, percent)
 
 
-_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "m": 1e6, "bn": 1e9}
+_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "bn": 1e9}
 _HEDGES = {"about", "around", "roughly", "approximately", "some", "nearly", "almost", "just", "over", "under"}
-_CLOCK = re.compile(r"\b([01]?\d|2[0-3])[:.]([0-5]\d)\b")
+_CLOCK = re.compile(r"\b([01]?\d|2[0-3]):([0-5]\d)\b")
 _SPAN_WORDS = re.compile(r"\b(a|one|two|three|four|five|six|seven|eight|nine|ten|\d+)\s+(decades?|centur(?:y|ies))\b", re.I)
 _ONE_IN = re.compile(r"\b(?:one|1)\s+(?:in|out\s+of)\s+(two|three|four|five|ten|\d+)\b", re.I)
 _FRACTION_OF = {"half": 2, "third": 3, "quarter": 4, "fifth": 5, "tenth": 10}
@@ -815,9 +815,11 @@ def _arithmetic(x: str, v: float, p: _Pair, percent: bool) -> bool:
     ("rejected six" of 31 when 18 and 7 were accepted, in one sentence), minutes between two clock times
     ("35 minutes later" from 6:40 and 7:15), a span in years for "three decades" or "a decade", a fraction of
     an amount ("about 160" for "640 patients, about a quarter of whom"), "one in three" for "about a third",
-    a year counted from a year of the sentence before ("a year later"), and, after "about" and
-    the like, a premise amount rounded ("about 251 million years" from 251.4). A year and a percentage are
-    left to :func:`_derived`."""
+    a year counted from a year of the sentence before ("a year later"; the same sentence is
+    :func:`_derived_more`'s), a difference of any two amounts where the premise says "the remaining" or "the
+    rest" ("148 were never published" for 212 and "64 of them"), "fewer than one in five" for 19 percent,
+    and, after "about" and the like, a premise amount rounded ("about 251 million years" from 251.4). A
+    percentage of the claim is left to :func:`_derived`."""
     c, text, ptext = p.claim, p.claim_text, p.premise_text
     spelled = [w for w, d in _WORD_NUMBERS.items() if d == x]
     forms = "|".join([re.escape(x)] + spelled)
@@ -869,15 +871,16 @@ def _arithmetic(x: str, v: float, p: _Pair, percent: bool) -> bool:
         for m in re.finditer(r"\b(?:a|one)\s+(half|third|quarter|fifth|tenth)\s+of\s+(?:whom|which|them|these|those)\b",
                              raw, re.I):
             part = _FRACTION_OF[m.group(1).lower()]
-            if any(abs(w - a / part) <= (0.05 * a / part if hedged else 1e-6) for a, _ in _amounts(raw[: m.start()], t)):
+            head = raw[: m.start()]
+            if any(abs(w - a / part) <= (0.05 * a / part if hedged else 1e-6) for a, _ in _amounts(head, _text(head))):
                 return True
     one_in = _ONE_IN.search(text)
     if one_in and _WORD_NUMBERS.get(one_in.group(1).lower(), one_in.group(1)) == x:
-        frac = {2: "half", 3: "third", 4: "quarter", 5: "fifth", 10: "tenth"}.get(int(v))
+        frac = {n: word for word, n in _FRACTION_OF.items()}.get(int(v))
         if frac and re.search(rf"\b(?:a|one)\s+{frac}\b", ptext, re.I):
             return True
         # "fewer than one in five" for 19 percent, "about one in four" for 26 percent
-        share = 100 / v
+        share = 100 / v if v else 0.0
         bound = text[max(0, one_in.start() - 16): one_in.start()].lower()
         for q in (float(m.group(1)) for m in re.finditer(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b|per\s+cent\b)", ptext, re.I)):
             if (re.search(r"\b(?:fewer|less)\s+than\s*$", bound) and share - 10 <= q < share) or \
@@ -1238,7 +1241,8 @@ def _names_reordered(p: _Pair) -> Finding | None:
     the other way round in the premise sentence, the same words between them and more ("Corvastin can raise
     the level of the anticoagulant pelmarin"), in the same voice ("by" between both or neither), with "of"
     between both or neither ("Lucie is the daughter of Lucille" says "Lucille ... her daughter Lucie") and
-    not a symmetric relation ("met", "married")."""
+    not a symmetric relation ("met", "married"); or the same verb between them and one word more, a title
+    that moves with its name ("the dealer Paul Okafor outbid the collector Edda Strand" from the reverse)."""
     c, b = p.claim, p.best
     mine, theirs = _name_spans(c, b), _name_spans(b, c)
     for (s1, e1, n1), (s2, e2, n2) in zip(mine, mine[1:]):
@@ -1421,7 +1425,8 @@ def _swap(p: _Pair) -> Finding | None:
     that the premise uses elsewhere: "Table captions should be placed below the figure" where the
     sentence says "Figure captions should be placed below the figure" and another says "Table captions
     should be placed above the table"; or with a name of the premise put in another name's place
-    (:func:`_name_moved`)."""
+    (:func:`_name_moved`, :func:`_name_in_slot`), or saying of its subject what the premise says of another
+    (:func:`_said_of_another`)."""
     if not p.aligned() or _converse_flips(p):  # "A sold B to C" for "C bought B from A": the names move
         return None
     # the claim's words aligned with its premise sentence's (tokens that are words, by stem), for both cases
@@ -1452,7 +1457,7 @@ def _foreign_runs(t: _Text, other: _Text) -> list[tuple[int, int]]:
 
 def _slot_context(t: _Text, start: int, end: int) -> tuple[list[str], list[str]]:
     """The stems before a run of names (nearest first, past determiners and at most two lower-case title words:
-    "by the contractor Basaltek" gives by) and the stem right after it (past a possessive)."""
+    "by the contractor Basaltek" gives by) and the stem right after it."""
     before, k, titles = [], start - 1, 0
     while k >= 0 and len(before) < 2:
         w = t.lower[k]
@@ -1468,8 +1473,7 @@ def _slot_context(t: _Text, start: int, end: int) -> tuple[list[str], list[str]]
             break
         before.append(t.stems[k])
         k -= 1
-    k = end + (end < len(t.tokens) and t.lower[end] in ("'s", "'"))
-    after = [t.stems[k]] if k < len(t.tokens) and t.tokens[k][0].isalpha() else []
+    after = [t.stems[end]] if end < len(t.tokens) and t.tokens[end][0].isalpha() else []
     return before, after
 
 
@@ -1608,12 +1612,12 @@ def _slot_taken(p: _Pair, b: _Text, s: int, e: int) -> Finding | None:
     if any(_same_family(c.lower[k], b.lower[m]) for k in range(s, e) for s2, e2 in theirs for m in range(s2, e2)):
         return None  # Italy/Italian, Vedic/Vedas
     before, after = _slot_context(c, s, e)
+    # the noun a name stands before ("the Tessford interchange") is its slot; otherwise the name is a noun's
+    # modifier ("a British actress") and the word before it is not the slot's
+    modifies = bool(after) and after[0] not in _SLOT_PREPOSITIONS and _is_content(after[0])
     for s2, e2 in theirs:
         before2, after2 = _slot_context(b, s2, e2)
         hit = None
-        # the noun a name stands before ("the Tessford interchange") is its slot; otherwise the name is a noun's
-        # modifier ("a British actress") and the word before it is not the slot's
-        modifies = bool(after) and after[0] not in _SLOT_PREPOSITIONS and _is_content(after[0])
         if modifies and after == after2:
             hit = after[0]
         elif before and before2 and before[0] == before2[0] and not modifies:
