@@ -808,6 +808,25 @@ def _amounts(raw: str, t: _Text) -> list[tuple[float, str]]:
     return out
 
 
+def _one_in(x: str, v: float, text: str, ptext: str) -> bool:
+    """The claim's "one in ``x``" is a share the premise gives: "one in three" for "about a third", "fewer
+    than one in five" for 19 percent (within ten points on the bound's side), "about one in four" for 26
+    percent (within three)."""
+    one_in = _ONE_IN.search(text)
+    if not one_in or _WORD_NUMBERS.get(one_in.group(1).lower(), one_in.group(1)) != x:
+        return False
+    frac = {n: word for word, n in _FRACTION_OF.items()}.get(int(v))
+    if frac and re.search(rf"\b(?:a|one)\s+{frac}\b", ptext, re.I):
+        return True
+    share = 100 / v if v else 0.0
+    bound = text[max(0, one_in.start() - 16): one_in.start()].lower()
+    for q in (float(m.group(1)) for m in re.finditer(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b|per\s+cent\b)", ptext, re.I)):
+        if (re.search(r"\b(?:fewer|less)\s+than\s*$", bound) and share - 10 <= q < share) or \
+                (re.search(r"\bmore\s+than\s*$", bound) and share < q <= share + 10) or abs(q - share) <= 3:
+            return True
+    return False
+
+
 def _arithmetic(x: str, v: float, p: _Pair, percent: bool) -> bool:
     """The claim's number is plain arithmetic on the premise's, wherever they stand: the difference or sum of
     two of its amounts ("Kallisund handled 600,000 more containers" from 2.3 million and, a sentence later,
@@ -874,18 +893,8 @@ def _arithmetic(x: str, v: float, p: _Pair, percent: bool) -> bool:
             head = raw[: m.start()]
             if any(abs(w - a / part) <= (0.05 * a / part if hedged else 1e-6) for a, _ in _amounts(head, _text(head))):
                 return True
-    one_in = _ONE_IN.search(text)
-    if one_in and _WORD_NUMBERS.get(one_in.group(1).lower(), one_in.group(1)) == x:
-        frac = {n: word for word, n in _FRACTION_OF.items()}.get(int(v))
-        if frac and re.search(rf"\b(?:a|one)\s+{frac}\b", ptext, re.I):
-            return True
-        # "fewer than one in five" for 19 percent, "about one in four" for 26 percent
-        share = 100 / v if v else 0.0
-        bound = text[max(0, one_in.start() - 16): one_in.start()].lower()
-        for q in (float(m.group(1)) for m in re.finditer(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b|per\s+cent\b)", ptext, re.I)):
-            if (re.search(r"\b(?:fewer|less)\s+than\s*$", bound) and share - 10 <= q < share) or \
-                    (re.search(r"\bmore\s+than\s*$", bound) and share < q <= share + 10) or abs(q - share) <= 3:
-                return True
+    if _one_in(x, v, text, ptext):
+        return True
     if hedged:  # "about 251 million" for 251.4 million: the premise amount rounded
         return any(abs(w - a) <= 0.01 * abs(a) and a != w for am in amounts for a, _ in am)
     return False
