@@ -271,6 +271,11 @@ def _neg_scopes(t: _Text, claim: bool = False) -> list[tuple[int, int, set[str],
     return out
 
 
+def _negated_words(scopes) -> set[str]:
+    """The content stems inside any of the negation ``scopes`` (:func:`_neg_scopes`)."""
+    return set().union(*[sc for _, _, sc, _ in scopes]) if scopes else set()
+
+
 def _outside(t: _Text, scopes) -> set[str]:
     """Content stems of ``t`` that stand outside every negation scope."""
     inside = {k for i, end, _, _ in scopes for k in range(i, end)}
@@ -391,6 +396,15 @@ class _Pair:
         return bool(c) and self.best_overlap >= max(2, 0.5 * len(c))
 
 
+def _best_sentence(p: _Pair, stems: set[str]) -> tuple[_Text | None, int]:
+    """The premise sentence that shares the most of ``stems`` (the first of equals), and how many it shares."""
+    overlaps = [len(stems & t.content()) for t in p.sents]
+    if not overlaps:
+        return None, 0
+    j = max(range(len(p.sents)), key=lambda m: overlaps[m])
+    return p.sents[j], overlaps[j]
+
+
 def _negative_meaning(t: _Text, negated: set[str] = frozenset()) -> bool:
     """``t`` has a word that says "not" without a negation ("refused", "ruled out", "yet to"), other than a
     word the premise itself negates (``negated``: "was banned" against "was not banned" restates nothing)."""
@@ -442,7 +456,7 @@ def _continuation(p: _Pair, sents: list[_Text]) -> Finding | None:
 
 def _negation(p: _Pair) -> Finding | None:
     prem_scopes = _neg_scopes(p.premise)
-    prem_negated: set[str] = set().union(*[sc for _, _, sc, _ in prem_scopes]) if prem_scopes else set()
+    prem_negated = _negated_words(prem_scopes)
     prem_positive = _outside(p.premise, prem_scopes)
     claim_scopes = _neg_scopes(p.claim, claim=True)
     best_scopes = _neg_scopes(p.best)
@@ -462,7 +476,7 @@ def _negation(p: _Pair) -> Finding | None:
             continue
         for t in ([p.best] if p.aligned() else []) + others:
             t_scopes = best_scopes if t is p.best else _neg_scopes(t)
-            t_negated = set().union(*[sc for _, _, sc, _ in t_scopes]) if t_scopes else set()
+            t_negated = _negated_words(t_scopes)
             if head not in _outside(t, t_scopes) or head in t_negated:
                 continue
             if any((s in _REMOVAL or w in _REMOVAL) and s not in p.claim_content  # "no longer find X" from "is scrapping X"
@@ -517,9 +531,8 @@ def _prefix_negated(p: _Pair) -> Finding | None:
         return None
     best = {w: k for k, w in enumerate(p.best.lower)}
     claim = {w: k for k, w in enumerate(p.claim.lower)}
-    negated = set().union(*[sc for _, _, sc, _ in _neg_scopes(p.best)]) if _neg_scopes(p.best) else set()
-    claim_negated = set().union(*[sc for _, _, sc, _ in _neg_scopes(p.claim, claim=True)]) \
-        if _neg_scopes(p.claim, claim=True) else set()
+    negated = _negated_words(_neg_scopes(p.best))
+    claim_negated = _negated_words(_neg_scopes(p.claim, claim=True))
     for mine, theirs, mine_neg, theirs_neg, text in ((claim, best, claim_negated, negated, p.claim),
                                                      (best, claim, negated, claim_negated, p.best)):
         for w, k in mine.items():
@@ -549,7 +562,7 @@ def _antonym(p: _Pair) -> Finding | None:
         if found:
             return found
     scopes = _neg_scopes(p.best)
-    negated = set().union(*[sc for _, _, sc, _ in scopes]) if scopes else set()
+    negated = _negated_words(scopes)
     for k, s in enumerate(p.claim.stems):
         if s in ants and s not in best and not claim_neg:
             opposite = (ants[s] & best) - negated  # "had not been discarded" says "kept"
@@ -1548,10 +1561,8 @@ def _said_of_another(p: _Pair) -> Finding | None:
     main = _main_word(c, e)
     if len(rest) < 3 or main is None:
         return None
-    overlaps = [len(rest & t.content()) for t in p.sents]
-    j = max(range(len(p.sents)), key=lambda m: overlaps[m])
-    b = p.sents[j]
-    if overlaps[j] < max(3, 0.6 * len(rest)) or main not in b.stems:
+    b, shared = _best_sentence(p, rest)
+    if b is None or shared < max(3, 0.6 * len(rest)) or main not in b.stems:
         return None
     theirs = _subject_run(b, c)
     if theirs is None:
@@ -1596,11 +1607,10 @@ def _name_in_slot(p: _Pair) -> Finding | None:
         rest = p.claim_content - run
         if not rest or not run <= p.premise_content:
             continue  # a name the premise never uses is the name rule's
-        overlaps = [len(rest & t.content()) for t in p.sents]
-        best = max(range(len(p.sents)), key=lambda j: overlaps[j]) if p.sents else None
-        if best is None or overlaps[best] < max(2, 0.5 * len(rest)):
+        b, shared = _best_sentence(p, rest)
+        if b is None or shared < max(2, 0.5 * len(rest)):
             continue
-        found = _slot_taken(p, p.sents[best], s, k)
+        found = _slot_taken(p, b, s, k)
         if found:
             return found
     return None
