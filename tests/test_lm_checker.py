@@ -58,6 +58,35 @@ def test_second_opinion_only_where_the_first_is_unsure():
     assert v.explain("p", "d") == ["role: stub"] and v.spec == "first+lm"
 
 
+def test_a_fitted_combination_in_the_adapter_card_replaces_the_mean(tmp_path):
+    from citegraph.tools.verifier.lm import COMBINATION_FEATURES, combination_features
+
+    premise = "The drug had no measurable effect in children."
+    feats = combination_features(0.9, 0.2, premise, "The drug reduced symptoms in children.")
+    assert len(feats) == len(COMBINATION_FEATURES) and feats[-1] == 1.0
+    assert feats[2] == pytest.approx(0.5)  # drug, children kept; reduced, symptoms not
+    assert combination_features(0.9, 0.2, premise, "The drug had no effect in children.")[2] == 1.0
+    assert combination_features(0.999999999, 1e-12, premise, "x")[:2] == [6.0, -6.0]  # logits bounded
+
+    class Checker(FunctionVerifier):
+        folder = tmp_path
+
+    def card(first, weights):
+        (tmp_path / "checker.json").write_text(json.dumps(
+            {"combine": {"first": first, "features": list(COMBINATION_FEATURES), "weights": weights}}))
+
+    first = FunctionVerifier(lambda p, h: 0.8, spec="first")
+    checker = Checker(lambda p, h: 0.1, spec="second")
+    card("first", [0, 1, 0, 0, 0, 0, 0])  # the checker's score alone
+    assert SecondOpinionVerifier(first, checker).score([(premise, "a claim")]) == [pytest.approx(0.1)]
+    card("first", [1, 0, 0, 0, 0, 0, 0])
+    assert SecondOpinionVerifier(first, checker).score([(premise, "a claim")]) == [pytest.approx(0.8)]
+    card("another first", [1, 0, 0, 0, 0, 0, 0])  # fitted over another first verifier: the mean
+    assert SecondOpinionVerifier(first, checker).score([(premise, "a claim")]) == [pytest.approx(0.45)]
+    (tmp_path / "checker.json").write_text("{}")
+    assert SecondOpinionVerifier(first, checker).score([(premise, "a claim")]) == [pytest.approx(0.45)]
+
+
 def test_specs_accept_lm_check_and_the_plus_lm_suffix():
     assert check_verifier_spec("lm-check") == "lm-check"
     assert check_verifier_spec("default+checks+lm") == "default+checks+lm"
