@@ -58,6 +58,42 @@ def test_second_opinion_only_where_the_first_is_unsure():
     assert v.explain("p", "d") == ["role: stub"] and v.spec == "first+lm"
 
 
+def test_below_the_band_the_checker_alone_decides_a_premise_the_first_read_in_part():
+    seen = []
+
+    def second(pairs):
+        seen.extend(pairs)
+        return [0.9] * len(pairs)
+
+    class Windowed(FunctionVerifier):  # the first verifier reads premises longer than 3 words in part
+        def premise_cut(self, pairs):
+            return [len(p.split()) > 3 for p, _ in pairs]
+
+        def explain(self, premise, claim):
+            return ["number: stub"] if claim == "capped" else []
+
+    first = Windowed(lambda p, h: 0.05 if h != "capped" else 0.1, spec="first")
+    v = SecondOpinionVerifier(first, FunctionVerifier(second, spec="second", batched=True))
+    long_p, short_p = "a premise of many words", "short one"
+    got = v.score([(long_p, "claim"), (short_p, "claim"), (long_p, "capped")])
+    assert got == [pytest.approx(0.9), 0.05, 0.1]  # a check's cap stands; a short premise was read whole
+    assert seen == [(long_p, "claim")]
+    plain = SecondOpinionVerifier(FunctionVerifier(lambda p, h: 0.05, spec="f"), FunctionVerifier(second, spec="s"))
+    assert plain.score([(long_p, "claim")]) == [0.05]  # a first verifier that cannot tell keeps its score
+
+
+def test_the_default_verifier_tells_a_premise_longer_than_its_window():
+    from citegraph.tools.verifier import get_verifier
+
+    try:
+        first = get_verifier("default+checks")
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"default weights not available: {e}")
+    short = "The Eiffel Tower is in Paris."
+    long_p = " ".join(["The tower was painted again in a brown colour by the city's workers that year."] * 20)
+    assert first.premise_cut([(short, "It is in Paris."), (long_p, "It is in Paris.")]) == [False, True]
+
+
 def test_a_fitted_combination_in_the_adapter_card_replaces_the_mean(tmp_path):
     from citegraph.tools.verifier.lm import COMBINATION_FEATURES, combination_features
 

@@ -154,6 +154,16 @@ class _HFVerifier(Verifier):
             start += step
         return out
 
+    def premise_cut(self, pairs: Sequence[Pair]) -> list[bool]:
+        """For each pair, whether its premise does not fit in one window beside the hypothesis: the model
+        never read it whole (``+lm`` then trusts its checker, which reads a longer span, on such a pair
+        the model rejects outright; docs/verifier.md)."""
+        out = []
+        for p, h in pairs:
+            hl = len(self.tokenizer(h, add_special_tokens=False)["input_ids"])
+            out.append(len(self._windows(p, hl)) > 1)
+        return out
+
     def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
         import torch
 

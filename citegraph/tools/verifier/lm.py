@@ -167,7 +167,9 @@ def combination_weights(second: Verifier, first_spec: str) -> list[float] | None
 class SecondOpinionVerifier(Verifier):
     """``<spec>+lm``: the first verifier's score, except strictly inside ``band`` -- by default every score
     above 0.1 -- where it is the mean of its score and the second verifier's. A score the first capped
-    with a structural check (at most 0.1) is outside the band and stands. The band was chosen on the
+    with a structural check (at most 0.1) is outside the band and stands; a score at or below 0.1 on a
+    premise longer than the first verifier's window, with no check's finding, is replaced by the second
+    verifier's (the first read only its best window). The band was chosen on the
     held-out split and the second and third minimal-pair suites (docs/verifier.md) and judged on the
     fourth. ``score`` does this for every pair it is given; the attribution stage scores the pairs it
     tries with :meth:`first_opinion` and asks :meth:`second_opinion` only about the pair each sentence's
@@ -193,15 +195,35 @@ class SecondOpinionVerifier(Verifier):
 
     def second_opinion(self, pairs: Sequence[Pair], scores: Sequence[float]) -> dict[int, float]:
         """For the pairs whose first ``scores`` are strictly inside the band: index -> the mean of that score
-        and the second verifier's."""
+        and the second verifier's. Below the band, a pair whose premise the first verifier could not read
+        whole (longer than its window) and that no structural check capped: index -> the second's score
+        alone (:meth:`_unread`)."""
         lo, hi = self.band
         asked = [k for k, v in enumerate(scores) if lo < v < hi]
-        if not asked:
+        alone = self._unread(pairs, scores)
+        if not asked and not alone:
             return {}
-        second = self.second.score([pairs[k] for k in asked])
+        second = self.second.score([pairs[k] for k in asked + alone])
+        out = {k: float(v) for k, v in zip(alone, second[len(asked):])}
         if self.weights is None:
-            return {k: (float(scores[k]) + v) / 2 for k, v in zip(asked, second)}
-        return {k: fitted_combination(self.weights, scores[k], v, pairs[k][0], pairs[k][1]) for k, v in zip(asked, second)}
+            out.update({k: (float(scores[k]) + v) / 2 for k, v in zip(asked, second)})
+        else:
+            out.update({k: fitted_combination(self.weights, scores[k], v, pairs[k][0], pairs[k][1])
+                        for k, v in zip(asked, second)})
+        return out
+
+    def _unread(self, pairs: Sequence[Pair], scores: Sequence[float]) -> list[int]:
+        """The pairs the first verifier scored at or below the band's floor without reading their premise
+        whole (it scores the best-matching window of a long premise; the checker reads a span about twice
+        as long) and without a structural check's finding: there the checker's score stands alone. A
+        first verifier that cannot tell (no ``premise_cut``) keeps every such score."""
+        low = [k for k, v in enumerate(scores) if v <= self.band[0]]
+        cut = getattr(self.first, "premise_cut", None)
+        if not low or cut is None:
+            return []
+        explain = getattr(self.first, "explain", None)
+        flags = cut([pairs[k] for k in low])
+        return [k for k, c in zip(low, flags) if c and not (explain and explain(*pairs[k]))]
 
     def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
         out = list(self.first_opinion(pairs))
