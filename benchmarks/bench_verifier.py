@@ -23,7 +23,8 @@
     session 28's sixth adapter), --sets minimal-ninth, a ninth (it judged session 29's checks,
     reverted), --sets minimal-tenth, a tenth (it judged their second round, kept), --sets
     minimal-eleventh, an eleventh (it judged their third round, a tie, kept), --sets minimal-twelfth,
-    a twelfth (it judged their fourth, a tie, kept), and --sets minimal-thirteenth, a thirteenth,
+    a twelfth (it judged their fourth, a tie, kept), --sets minimal-thirteenth, a thirteenth (it
+    judged session 30's long-premise rule for +lm), and --sets minimal-fourteenth, a fourteenth,
     committed unscored to judge the next change; (e) any
     file in LLM-AggreFact's format (dataset, doc, claim, label), per dataset and the leaderboard's
     average. The llm-judge is slow, so it (and the verifier again, for a like-for-like row) runs on a
@@ -66,6 +67,8 @@ MINIMAL_SUITES = {
     "minimal-twelfth": ("minimal pairs, twelfth suite (written blind)", "minimal_twelfth", "minimal_pairs_twelfth"),
     "minimal-thirteenth": ("minimal pairs, thirteenth suite (written blind)", "minimal_thirteenth",
                            "minimal_pairs_thirteenth"),
+    "minimal-fourteenth": ("minimal pairs, fourteenth suite (written blind)", "minimal_fourteenth",
+                           "minimal_pairs_fourteenth"),
 }
 
 sys.path.insert(0, str(REPO))
@@ -107,6 +110,7 @@ def parse_args(argv=None):
                          "29's checks), minimal-tenth (a tenth, written blind; it judged their second round), "
                          "minimal-eleventh (an eleventh, written blind; it judged their third round), minimal-twelfth "
                          "(a twelfth, written blind; it judged their fourth), minimal-thirteenth (a thirteenth, written "
+                         "blind; it judged session 30's long-premise rule), minimal-fourteenth (a fourteenth, written "
                          "blind and kept unscored for the next change), "
                          "aggrefact (needs --aggrefact)")
     ap.add_argument("--fever-sample", type=int, default=2000, help="label-stratified FEVER-NLI test pairs (0 = all 10,000)")

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 SETS = ("heldout", "expertqa", "fever", "minimal", "minimal-blind", "minimal-third", "minimal-fourth", "minimal-fifth", "minimal-sixth",
         "minimal-seventh", "minimal-eighth", "minimal-ninth", "minimal-tenth",
-        "minimal-eleventh", "minimal-twelfth", "minimal-thirteenth")
+        "minimal-eleventh", "minimal-twelfth", "minimal-thirteenth", "minimal-fourteenth")
 
 
 def parse_args(argv=None):

@@ -213,7 +213,14 @@ def test_minimal_pair_suite_covers_every_category_with_controls():
                                                                                "minimal_pairs_seventh.jsonl", "minimal_pairs_eighth.jsonl",
                                                                                "minimal_pairs_ninth.jsonl", "minimal_pairs_tenth.jsonl",
                                                                                "minimal_pairs_eleventh.jsonl",
-                                                                               "minimal_pairs_twelfth.jsonl"])])
+                                                                               "minimal_pairs_twelfth.jsonl"]),
+                                           ("minimal_pairs_fourteenth.jsonl", ["minimal_pairs.jsonl", "minimal_pairs_blind.jsonl",
+                                                                               "minimal_pairs_third.jsonl", "minimal_pairs_fourth.jsonl",
+                                                                               "minimal_pairs_fifth.jsonl", "minimal_pairs_sixth.jsonl",
+                                                                               "minimal_pairs_seventh.jsonl", "minimal_pairs_eighth.jsonl",
+                                                                               "minimal_pairs_ninth.jsonl", "minimal_pairs_tenth.jsonl",
+                                                                               "minimal_pairs_eleventh.jsonl", "minimal_pairs_twelfth.jsonl",
+                                                                               "minimal_pairs_thirteenth.jsonl"])])
 def test_blind_minimal_pair_suites_have_the_first_suites_categories_and_a_control_per_premise(name, others):
     """The suites written blind (docs/verifier.md): every category of the first, a control beside each
     perturbed premise, wrong two-sentence combinations beside the right ones, long premises that are long,
