@@ -1,15 +1,14 @@
 #!/usr/bin/env python
-"""A fitted ``+lm``: where the first verifier is unsure, weigh its score and the checker's by a logistic
-regression over a few features of the pair, instead of taking their mean.
+"""A fitted ``+lm`` (tried in session 30, not shipped): where the first verifier is unsure, weigh its score
+and the checker's by a logistic regression over a few features of the pair, instead of taking their mean.
 
     python scripts/fit_second_opinion.py --cache runs/verifier_compare_s30                 # fit and compare
     python scripts/fit_second_opinion.py --cache runs/verifier_compare_s30 --sets minimal-thirteenth
-    python scripts/fit_second_opinion.py --cache runs/verifier_compare_s30 --write citegraph/assets/verifier_lm/checker.json
 
 ``+lm`` asks the checker about every pair its first verifier scores above 0.1 and averages the two. The
 average keeps the held-out split and costs the written-style suites: ``lm-check`` alone beats it there by
 5 points and trails it by 5 on held-out (docs/verifier.md). The fit
-(``citegraph.tools.verifier.lm.combination_features``: both scores as logits, the share of the claim's
+(:func:`combination_features`: both scores as logits, the share of the claim's
 content words the premise holds, their products, the premise's length) is learnt on pairs neither shipped
 model trained on: the held-out split's development half (the one the calibration uses, seed 7) and a
 label-stratified sample of the written claims of batches 2-4 (``benchmarks/data/written_pairs_{2,3,4}``; the
@@ -23,9 +22,8 @@ suites named in ``--sets`` (default: the first to the twelfth, all read before).
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -37,6 +35,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import compare_lm_checkers as clc  # noqa: E402
 import compare_verifiers as cv  # noqa: E402
+
+_TOKEN = re.compile(r"[A-Za-z]+|\d+(?:[.,]\d+)*")
+#: the names of :func:`combination_features`, in order
+COMBINATION_FEATURES = ("first", "checker", "kept", "first*kept", "checker*kept", "premise_words", "bias")
+
+
+def _logit(p: float, bound: float = 6.0) -> float:
+    p = min(max(float(p), 1e-6), 1 - 1e-6)
+    return max(-bound, min(bound, math.log(p / (1 - p))))
+
+
+def _content_stems(text: str) -> set[str]:
+    from citegraph.tools.verifier.checks import STOP, stem
+
+    return {stem(w) for w in _TOKEN.findall(text) if w.lower() not in STOP}
+
+
+def combination_features(first: float, checker: float, premise: str, claim: str) -> list[float]:
+    """What the fitted combination reads of a pair (in :data:`COMBINATION_FEATURES`' order): both scores as
+    logits (bounded at +-6), the share of the claim's content words the premise holds ("kept"; a claim that
+    keeps every word and changes the meaning is where the first verifier is weakest), each score times that
+    share, and the premise's length (log words, over 5)."""
+    words = _content_stems(claim)
+    kept = len(words & _content_stems(premise)) / len(words) if words else 1.0
+    a, b = _logit(first), _logit(checker)
+    return [a, b, kept, a * kept, b * kept, math.log1p(len(premise.split())) / 5, 1.0]
 
 FIRST, CHECKER = "default+checks", "lm-check"
 BAND = 0.1  # +lm's band: the checker is asked about every pair the first scores above it
@@ -110,8 +134,6 @@ def collect(args) -> dict[str, tuple[list[dict], dict[str, np.ndarray]]]:
 
 
 def features(rows: list[dict], sc: dict[str, np.ndarray]) -> np.ndarray:
-    from citegraph.tools.verifier.lm import combination_features
-
     return np.array([combination_features(a, b, r["premise"], r["claim"])
                      for r, a, b in zip(rows, sc[FIRST], sc[CHECKER])])
 
@@ -180,7 +202,6 @@ def main(argv=None) -> int:
     ap.add_argument("--c", type=float, default=1.0, help="inverse L2 strength of the logistic regression")
     ap.add_argument("--sets", default=",".join(DEV_SUITES), help="minimal-pair suites to compare on")
     ap.add_argument("--boot", type=int, default=1000)
-    ap.add_argument("--write", default="", help="a checker.json to write the fitted weights into (its 'combine')")
     args = ap.parse_args(argv)
     args.sets = tuple(s for s in args.sets.split(",") if s)
     unknown = [s for s in args.sets if s not in cv.SETS or not s.startswith("minimal")]
@@ -192,25 +213,10 @@ def main(argv=None) -> int:
         return 2
     parts = collect(args)
     weights = fit([parts["heldout-dev"], parts["written"]], args.c)
-    from citegraph.tools.verifier.lm import COMBINATION_FEATURES
-
     print("weights: " + ", ".join(f"{n} {w:+.3f}" for n, w in zip(COMBINATION_FEATURES, weights)))
     print(f"fitted on: held-out development half ({len(parts['heldout-dev'][0])} pairs) and {len(parts['written'][0])} "
           "written claims of batches 2-4, the pairs inside the band")
-    figures = report({k: v for k, v in parts.items() if k != "heldout-dev"}, weights, args.boot)
-    if args.write:
-        path = Path(args.write)
-        card = json.loads(path.read_text(encoding="utf-8"))
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
-        card["combine"] = {
-            "features": list(COMBINATION_FEATURES), "weights": [round(float(w), 6) for w in weights], "band": BAND,
-            "first": FIRST, "command": "python scripts/fit_second_opinion.py " + " ".join(argv or sys.argv[1:]),
-            "commit": commit.strip() or "unknown",
-            "data": f"held-out development half (calibration's, seed 7) and {args.written} written claims of "
-                    "batches 2-4 (stratified, seed 0), pairs inside the band",
-            "figures": figures}
-        path.write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote the combination into {path}")
+    report({k: v for k, v in parts.items() if k != "heldout-dev"}, weights, args.boot)
     return 0
 
 

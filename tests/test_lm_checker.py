@@ -94,33 +94,16 @@ def test_the_default_verifier_tells_a_premise_longer_than_its_window():
     assert first.premise_cut([(short, "It is in Paris."), (long_p, "It is in Paris.")]) == [False, True]
 
 
-def test_a_fitted_combination_in_the_adapter_card_replaces_the_mean(tmp_path):
-    from citegraph.tools.verifier.lm import COMBINATION_FEATURES, combination_features
+def test_the_fitted_combination_reads_both_scores_and_the_words_a_claim_keeps():
+    sys.path.insert(0, str(REPO / "scripts"))
+    import fit_second_opinion as fso
 
     premise = "The drug had no measurable effect in children."
-    feats = combination_features(0.9, 0.2, premise, "The drug reduced symptoms in children.")
-    assert len(feats) == len(COMBINATION_FEATURES) and feats[-1] == 1.0
+    feats = fso.combination_features(0.9, 0.2, premise, "The drug reduced symptoms in children.")
+    assert len(feats) == len(fso.COMBINATION_FEATURES) and feats[-1] == 1.0
     assert feats[2] == pytest.approx(0.5)  # drug, children kept; reduced, symptoms not
-    assert combination_features(0.9, 0.2, premise, "The drug had no effect in children.")[2] == 1.0
-    assert combination_features(0.999999999, 1e-12, premise, "x")[:2] == [6.0, -6.0]  # logits bounded
-
-    class Checker(FunctionVerifier):
-        folder = tmp_path
-
-    def card(first, weights):
-        (tmp_path / "checker.json").write_text(json.dumps(
-            {"combine": {"first": first, "features": list(COMBINATION_FEATURES), "weights": weights}}))
-
-    first = FunctionVerifier(lambda p, h: 0.8, spec="first")
-    checker = Checker(lambda p, h: 0.1, spec="second")
-    card("first", [0, 1, 0, 0, 0, 0, 0])  # the checker's score alone
-    assert SecondOpinionVerifier(first, checker).score([(premise, "a claim")]) == [pytest.approx(0.1)]
-    card("first", [1, 0, 0, 0, 0, 0, 0])
-    assert SecondOpinionVerifier(first, checker).score([(premise, "a claim")]) == [pytest.approx(0.8)]
-    card("another first", [1, 0, 0, 0, 0, 0, 0])  # fitted over another first verifier: the mean
-    assert SecondOpinionVerifier(first, checker).score([(premise, "a claim")]) == [pytest.approx(0.45)]
-    (tmp_path / "checker.json").write_text("{}")
-    assert SecondOpinionVerifier(first, checker).score([(premise, "a claim")]) == [pytest.approx(0.45)]
+    assert fso.combination_features(0.9, 0.2, premise, "The drug had no effect in children.")[2] == 1.0
+    assert fso.combination_features(0.999999999, 1e-12, premise, "x")[:2] == [6.0, -6.0]  # logits bounded
 
 
 def test_specs_accept_lm_check_and_the_plus_lm_suffix():

@@ -6,10 +6,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -118,52 +116,6 @@ class LMCheckVerifier(Verifier):
 #: decision; the second adapter does (docs/verifier.md, "Written hard pairs")
 SECOND_BAND = (0.1, math.inf)
 
-_TOKEN = re.compile(r"[A-Za-z]+|\d+(?:[.,]\d+)*")
-#: the names of :func:`combination_features`, in order (``checker.json``'s ``combine.features``)
-COMBINATION_FEATURES = ("first", "checker", "kept", "first*kept", "checker*kept", "premise_words", "bias")
-
-
-def _logit(p: float, bound: float = 6.0) -> float:
-    p = min(max(float(p), 1e-6), 1 - 1e-6)
-    return max(-bound, min(bound, math.log(p / (1 - p))))
-
-
-def _content_stems(text: str) -> set[str]:
-    from citegraph.tools.verifier.checks import STOP, stem
-
-    return {stem(w) for w in _TOKEN.findall(text) if w.lower() not in STOP}
-
-
-def combination_features(first: float, checker: float, premise: str, claim: str) -> list[float]:
-    """What a fitted ``+lm`` combination reads of a pair (in :data:`COMBINATION_FEATURES`' order): both
-    scores as logits (bounded at +-6), the share of the claim's content words the premise holds ("kept";
-    a claim that keeps every word and changes the meaning is where the first verifier is weakest), each
-    score times that share, and the premise's length (log words, over 5)."""
-    words = _content_stems(claim)
-    kept = len(words & _content_stems(premise)) / len(words) if words else 1.0
-    a, b = _logit(first), _logit(checker)
-    return [a, b, kept, a * kept, b * kept, math.log1p(len(premise.split())) / 5, 1.0]
-
-
-def fitted_combination(weights: Sequence[float], first: float, checker: float, premise: str, claim: str) -> float:
-    """P(supported) from a logistic regression over :func:`combination_features`."""
-    z = sum(w * x for w, x in zip(weights, combination_features(first, checker, premise, claim)))
-    return 1 / (1 + math.exp(-max(-30.0, min(30.0, z))))
-
-
-def combination_weights(second: Verifier, first_spec: str) -> list[float] | None:
-    """The fitted combination an adapter's ``checker.json`` carries for ``first_spec`` (its ``combine``,
-    written by ``scripts/fit_second_opinion.py``), else None: the mean."""
-    folder = getattr(second, "folder", None)
-    card_file = Path(folder) / "checker.json" if folder is not None else None
-    if card_file is None or not card_file.is_file():
-        return None
-    combine = json.loads(card_file.read_text(encoding="utf-8")).get("combine")
-    if not combine or combine.get("first") != first_spec or list(combine["features"]) != list(COMBINATION_FEATURES):
-        return None
-    return [float(w) for w in combine["weights"]]
-
-
 class SecondOpinionVerifier(Verifier):
     """``<spec>+lm``: the first verifier's score, except strictly inside ``band`` -- by default every score
     above 0.1 -- where it is the mean of its score and the second verifier's. A score the first capped
@@ -179,7 +131,6 @@ class SecondOpinionVerifier(Verifier):
                  spec: str | None = None):
         super().__init__(spec=spec or f"{first.spec}+lm", threshold=first.threshold, batch_size=first.batch_size)
         self.first, self.second, self.band = first, second, (float(band[0]), float(band[1]))
-        self.weights = combination_weights(second, first.spec)
         if hasattr(first, "explain"):  # the stage asks a checked verifier what it found (vetoes, conflicts)
             self.explain = first.explain
 
@@ -205,11 +156,7 @@ class SecondOpinionVerifier(Verifier):
             return {}
         second = self.second.score([pairs[k] for k in asked + alone])
         out = {k: float(v) for k, v in zip(alone, second[len(asked):])}
-        if self.weights is None:
-            out.update({k: (float(scores[k]) + v) / 2 for k, v in zip(asked, second)})
-        else:
-            out.update({k: fitted_combination(self.weights, scores[k], v, pairs[k][0], pairs[k][1])
-                        for k, v in zip(asked, second)})
+        out.update({k: (float(scores[k]) + v) / 2 for k, v in zip(asked, second)})
         return out
 
     def _unread(self, pairs: Sequence[Pair], scores: Sequence[float]) -> list[int]:
