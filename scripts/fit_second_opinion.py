@@ -155,7 +155,8 @@ def fit(parts: list[tuple[list[dict], dict[str, np.ndarray]]], c: float) -> np.n
 
 
 def combined(rows: list[dict], sc: dict[str, np.ndarray], weights: np.ndarray | None) -> np.ndarray:
-    """``+lm``'s scores: the first's outside the band; inside it the mean (``weights`` None) or the fit."""
+    """``+lm``'s scores as they were when this was tried (before the long-premise rule of 8da19e7, which
+    reads below the band): the first's outside the band; inside it the mean (``weights`` None) or the fit."""
     first, checker = sc[FIRST], sc[CHECKER]
     if weights is None:
         inside = (first + checker) / 2
@@ -168,7 +169,7 @@ def combined(rows: list[dict], sc: dict[str, np.ndarray], weights: np.ndarray | 
 def report(sets: dict[str, tuple[list[dict], dict[str, np.ndarray]]], weights: np.ndarray, boot: int) -> dict:
     from citegraph.eval.verifier_sets import _bacc
 
-    print(f"{'set':<22} {'n':>5}  {'mean (shipped)':>14}  {'fitted':>7}  fitted - mean [95% paired]   lm-check alone")
+    print(f"{'set':<22} {'n':>5}  {'mean':>14}  {'fitted':>7}  fitted - mean [95% paired]   lm-check alone")
     out = {}
     for name, (rows, sc) in sets.items():
         y = np.array([r["y"] for r in rows])

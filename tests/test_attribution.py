@@ -504,6 +504,32 @@ def test_the_second_opinion_is_asked_only_about_the_pairs_that_decide_a_sentence
     assert out.metadata["attribution"]["sentences"][0]["action"] == "re-pointed"
 
 
+def test_at_the_stage_the_checker_alone_decides_a_long_document_the_first_read_in_part():
+    """A sentence the first verifier rejects outright (0.05) from a document longer than its window: the
+    checker's score (0.85) replaces it, and the sentence is supported; the same score from a short
+    document stands (the first read it whole)."""
+    from citegraph.tools.verifier.lm import SecondOpinionVerifier
+
+    class Windowed(FunctionVerifier):
+        def premise_cut(self, pairs):
+            return [len(p.split()) > 5 for p, _ in pairs]
+
+    claim = "The claim."
+    for text, support, n_asked in (("Alpha holds it, as the long report says at length.", "supported", 1),
+                                   ("Alpha holds it.", "unsupported", 0)):
+        asked: list = []
+
+        def second(pairs, asked=asked):
+            asked.extend(pairs)
+            return [0.85] * len(pairs)
+
+        v = SecondOpinionVerifier(Windowed(lambda p, h: 0.05, spec="stub:first"),
+                                  FunctionVerifier(second, spec="stub:second", batched=True))
+        out = attribute_answer(_answer([Document(id="a", title="", text=text)], (claim, [1])), v)
+        assert out.sentences[0].support == support and len(asked) == n_asked
+        assert out.metadata["attribution"]["second_opinions"] == n_asked
+
+
 def test_a_second_opinion_can_lift_a_flagged_sentence_and_is_not_asked_where_the_first_is_sure():
     docs = [Document(id="a", title="", text="Alpha holds it.")]
     claim = "The claim."

@@ -63,7 +63,7 @@ def test_below_the_band_the_checker_alone_decides_a_premise_the_first_read_in_pa
 
     def second(pairs):
         seen.extend(pairs)
-        return [0.9] * len(pairs)
+        return [{"claim": 0.9, "unsure": 0.2}[h] for _, h in pairs]
 
     class Windowed(FunctionVerifier):  # the first verifier reads premises longer than 3 words in part
         def premise_cut(self, pairs):
@@ -72,12 +72,14 @@ def test_below_the_band_the_checker_alone_decides_a_premise_the_first_read_in_pa
         def explain(self, premise, claim):
             return ["number: stub"] if claim == "capped" else []
 
-    first = Windowed(lambda p, h: 0.05 if h != "capped" else 0.1, spec="first")
+    first = Windowed(lambda p, h: {"claim": 0.05, "capped": 0.1, "unsure": 0.6}[h], spec="first")
     v = SecondOpinionVerifier(first, FunctionVerifier(second, spec="second", batched=True))
     long_p, short_p = "a premise of many words", "short one"
-    got = v.score([(long_p, "claim"), (short_p, "claim"), (long_p, "capped")])
-    assert got == [pytest.approx(0.9), 0.05, 0.1]  # a check's cap stands; a short premise was read whole
-    assert seen == [(long_p, "claim")]
+    got = v.score([(long_p, "unsure"), (long_p, "claim"), (short_p, "claim"), (long_p, "capped")])
+    # in the band: the mean; below it on a premise read in part: the checker alone; a check's cap stands;
+    # a short premise was read whole
+    assert got == [pytest.approx(0.4), pytest.approx(0.9), 0.05, 0.1]
+    assert sorted(seen) == [(long_p, "claim"), (long_p, "unsure")]
     plain = SecondOpinionVerifier(FunctionVerifier(lambda p, h: 0.05, spec="f"), FunctionVerifier(second, spec="s"))
     assert plain.score([(long_p, "claim")]) == [0.05]  # a first verifier that cannot tell keeps its score
 

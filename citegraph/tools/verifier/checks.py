@@ -1833,6 +1833,7 @@ class CheckedVerifier(Verifier):
         self.flagged = 0
         self.flagged_by: dict[str, int] = {}
         self._found: dict[Pair, list[Finding]] = {}
+        self._explained: dict[Pair, list[Finding]] = {}  # what explain() looked for outside scoring (not counted)
 
     def _score(self, pairs: list[Pair]) -> list[float]:
         scores = self.base._score(pairs)  # cached, counted and recorded once, by the base
@@ -1855,14 +1856,22 @@ class CheckedVerifier(Verifier):
         return found
 
     def explain(self, premise: str, claim: str) -> list[Finding]:
-        """Why a pair is capped (empty: it is not); read from what scoring found when it looked."""
+        """Why a pair is capped (empty: it is not); read from what scoring found when it looked, else
+        looked for now (and kept: ``+lm`` asks about pairs scoring did not look at, those the base scored
+        at or below the cap)."""
+        pair = (premise, claim)
         with self._lock:
-            found = self._found.get((premise, claim))
-        return list(found) if found is not None else find_conflicts(premise, claim, self.rules)
+            found = self._found.get(pair, self._explained.get(pair))
+        if found is None:
+            found = find_conflicts(premise, claim, self.rules)
+            with self._lock:
+                self._explained[pair] = found
+        return list(found)
 
     def clear_cache(self) -> None:
         with self._lock:
             self._found.clear()
+            self._explained.clear()
         self.base.clear_cache()
 
     def __getattr__(self, name: str):  # the base's settings: max_length, max_windows, device, quantized, ...

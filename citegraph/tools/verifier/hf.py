@@ -157,11 +157,14 @@ class _HFVerifier(Verifier):
     def premise_cut(self, pairs: Sequence[Pair]) -> list[bool]:
         """For each pair, whether its premise does not fit in one window beside the hypothesis: the model
         never read it whole (``+lm`` then trusts its checker, which reads a longer span, on such a pair
-        the model rejects outright; docs/verifier.md)."""
-        out = []
-        for p, h in pairs:
-            hl = len(self.tokenizer(h, add_special_tokens=False)["input_ids"])
-            out.append(len(self._windows(p, hl)) > 1)
+        the model rejects outright; docs/verifier.md). Under the verifier's lock: scoring in another thread
+        sets the shared tokenizer's truncation."""
+        out, hyp_lens = [], {}
+        with self._lock:
+            for p, h in pairs:
+                if h not in hyp_lens:
+                    hyp_lens[h] = len(self.tokenizer(h, add_special_tokens=False)["input_ids"])
+                out.append(len(self._windows(p, hyp_lens[h])) > 1)
         return out
 
     def _score_uncached(self, pairs: Sequence[Pair]) -> list[float]:
