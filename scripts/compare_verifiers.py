@@ -61,6 +61,9 @@ def main(argv=None) -> int:
                     f"fourth suite and later ones; {', '.join(SETS)})")
     ap.add_argument("--sample", type=int, default=0, help="at most N label-stratified pairs (seed 0) of each "
                     "of heldout, expertqa and fever (0 = all)")
+    ap.add_argument("--outside-sample", type=int, default=0, metavar="N",
+                    help="only the pairs of heldout, expertqa and fever that --sample N would leave out (those a "
+                         "development run on the N-pair samples never read)")
     ap.add_argument("--band", action="append", default=[], metavar="FIRST,LM,LO,HI",
                     help="also print FIRST's scores with LM's averaged in where FIRST is strictly inside (LO, HI), "
                          "from the two specs' scores (both must be listed): +lm's rule with another band")
@@ -85,12 +88,18 @@ def main(argv=None) -> int:
         print(f"--sets: unknown {', '.join(sorted(want - set(SETS)))}; choose from {', '.join(SETS)}", file=sys.stderr)
         return 2
     rows = tlc.evaluation_rows(Path(args.data), 2000, suites=tuple(s for s in SETS if s.startswith("minimal") and s in want))
-    rows = sample_rows([r for r in rows if r["set"] in want], args.sample)
+    rows = [r for r in rows if r["set"] in want]
+    if args.outside_sample:
+        seen = {(r["set"], r["premise"], r["claim"]) for r in sample_rows(rows, args.outside_sample)
+                if not r["set"].startswith("minimal")}
+        rows = [r for r in rows if r["set"].startswith("minimal") or (r["set"], r["premise"], r["claim"]) not in seen]
+    rows = sample_rows(rows, args.sample)
     texts = [(r["premise"], r["claim"]) for r in rows]
     cache = Path(args.cache)
     scores = {}
     for spec in args.specs:
-        name = re.sub(r"[^\w.+-]+", "_", spec + (f"_{args.sets}_{args.sample}" if args.sets or args.sample else ""))
+        name = re.sub(r"[^\w.+-]+", "_", spec + (f"_{args.sets}_{args.sample}" if args.sets or args.sample else "")
+                      + (f"_outside{args.outside_sample}" if args.outside_sample else ""))
         scores[spec] = np.array(clc.cached(cache / f"{name}.json", lambda spec=spec: get_verifier(spec).score(texts)))
         if len(scores[spec]) != len(rows):
             print(f"{cache / name}.json: not {len(rows)} scores; delete it and run again", file=sys.stderr)
