@@ -3,7 +3,7 @@
 and the checker's by a logistic regression over a few features of the pair, instead of taking their mean.
 
     python scripts/fit_second_opinion.py --cache runs/verifier_compare_s30                 # fit and compare
-    python scripts/fit_second_opinion.py --cache runs/verifier_compare_s30 --sets minimal-thirteenth
+    python scripts/fit_second_opinion.py --cache runs/verifier_compare_s30 --sets minimal,minimal-blind   # other suites
 
 ``+lm`` asks the checker about every pair its first verifier scores above 0.1 and averages the two. The
 average keeps the held-out split and costs the written-style suites: ``lm-check`` alone beats it there by
