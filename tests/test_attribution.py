@@ -530,6 +530,32 @@ def test_at_the_stage_the_checker_alone_decides_a_long_document_the_first_read_i
         assert out.metadata["attribution"]["second_opinions"] == n_asked
 
 
+def test_a_flagged_sentence_whose_best_pair_is_a_sentence_gets_its_whole_documents_second_opinion():
+    """The first verifier scores the long document 0.05 and its best sentence 0.08: the sentence is flagged
+    on the sentence's pair, which the checker does not take (read whole, below the band); the whole
+    document's pair is offered too, and the checker's 0.85 for it supports the sentence."""
+    from citegraph.tools.verifier.lm import SecondOpinionVerifier
+
+    class Windowed(FunctionVerifier):
+        def premise_cut(self, pairs):
+            return [len(p.split()) > 8 for p, _ in pairs]
+
+    text = "Alpha holds the first part of it. Beta holds the second part of it. Gamma adds nothing here."
+    claim = "The claim."
+    asked: list = []
+
+    def second(pairs):
+        asked.extend(pairs)
+        return [0.85] * len(pairs)
+
+    v = SecondOpinionVerifier(Windowed(lambda p, h: 0.05 if p == text else 0.08, spec="stub:first"),
+                              FunctionVerifier(second, spec="stub:second", batched=True))
+    out = attribute_answer(_answer([Document(id="a", title="", text=text)], (claim, [1])), v)
+    s = out.sentences[0]
+    assert (s.citations, s.support) == ([1], "supported") and s.support_score == pytest.approx(0.85)
+    assert asked == [(text, claim)] and out.metadata["attribution"]["second_opinions"] == 1
+
+
 def test_a_second_opinion_can_lift_a_flagged_sentence_and_is_not_asked_where_the_first_is_sure():
     docs = [Document(id="a", title="", text="Alpha holds it.")]
     claim = "The claim."

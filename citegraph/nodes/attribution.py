@@ -323,6 +323,7 @@ class _Attribution:
         now decide get their opinion in the next round."""
         for _ in range(rounds):
             deciding = [self.source[(i, self.basis[i])] for i in self.todo if (i, self.basis.get(i)) in self.source]
+            deciding += self.whole_documents_of_flagged()
             if not self.sc.revise(deciding):
                 return
             self.decided.clear()
@@ -331,6 +332,19 @@ class _Attribution:
             self.keep_own(simplify)
             self.repoint()
             self.check_jointly(partial)
+
+    def whole_documents_of_flagged(self) -> list[tuple[str, str]]:
+        """For each sentence flagged unsupported whose best pair was one of its documents' sentences: the
+        whole documents' pair too, so that a second verifier that reads a long document where the first
+        read one window of it can answer for it (the verifier decides which pairs it takes)."""
+        out = []
+        for i in self.todo:
+            key = (i, self.basis.get(i))
+            if key in self.source and self.decided.get(i, ([], 0.0, ""))[2] == "flagged":
+                whole = (premise(self.docs, self.basis[i]), self.sents[i].text.strip())
+                if whole != self.source[key] and whole in self.sc.scores:
+                    out.append(whole)
+        return out
 
     def sentences_out(self, mode: str, max_evidence: int):
         """4. Each sentence with its decision as a status, its citations and its evidence (the kept
