@@ -157,13 +157,11 @@ def fit(parts: list[tuple[list[dict], dict[str, np.ndarray]]], c: float) -> np.n
 def combined(rows: list[dict], sc: dict[str, np.ndarray], weights: np.ndarray | None) -> np.ndarray:
     """``+lm``'s scores as they were when this was tried (before the long-premise rule of 8da19e7, which
     reads below the band): the first's outside the band; inside it the mean (``weights`` None) or the fit."""
-    first, checker = sc[FIRST], sc[CHECKER]
+    first = sc[FIRST]
     if weights is None:
-        inside = (first + checker) / 2
-    else:
-        z = features(rows, sc) @ weights
-        inside = 1 / (1 + np.exp(-np.clip(z, -30, 30)))
-    return np.where(first > BAND, inside, first)
+        return clc.second_opinion(first, sc[CHECKER], (BAND, math.inf))
+    z = features(rows, sc) @ weights
+    return np.where(first > BAND, 1 / (1 + np.exp(-np.clip(z, -30, 30))), first)
 
 
 def report(sets: dict[str, tuple[list[dict], dict[str, np.ndarray]]], weights: np.ndarray, boot: int) -> dict:
